@@ -1,0 +1,18 @@
+// The smallest program: connect, take the fair lock, print the fence.
+#include <fairlock/fairlock.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+
+int main() {
+  fairlock::Options opts;
+  if (const char* url = std::getenv("FAIRLOCK_URL")) opts.url = url;
+  fairlock::Client client(opts);
+  fairlock::FairLock lock(client, "orders:42");
+  {
+    std::unique_lock<fairlock::FairLock> guard(lock);  // waits its turn, FIFO
+    std::cout << "holding orders:42 with fence " << lock.fence() << "\n";
+  }  // released here; the next waiter is handed the lock directly
+  return 0;
+}

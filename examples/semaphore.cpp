@@ -1,0 +1,43 @@
+// A fair counting semaphore: at most 4 render jobs at once, admitted in
+// arrival order; a timed wait that gives up cleanly; cancelling a wait.
+#include <fairlock/fairlock.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+int main() {
+  fairlock::Options opts;
+  if (const char* url = std::getenv("FAIRLOCK_URL")) opts.url = url;
+  fairlock::Client client(opts);
+
+  fairlock::FairSemaphore slots(client, "jobs:render", 4);  // at most 4 holders
+  if (slots.try_lock_for(std::chrono::seconds(2))) {         // queues; leaves on timeout
+    std::lock_guard<fairlock::FairSemaphore> guard(slots, std::adopt_lock);
+    std::cout << "admitted with fence " << slots.fence() << "\n";
+  } else {
+    std::cout << "no slot within 2 s; our queue entry is gone\n";
+  }
+
+  // A blocked lock() can be cancelled from another thread: it leaves the
+  // queue and throws fairlock::Cancelled.
+  fairlock::LockOptions lo;
+  lo.lease = std::chrono::seconds(30);
+  lo.on_lost = [] { std::cerr << "lease lost: stop writing\n"; };
+  fairlock::FairLock holder(client, "orders:43", lo), waiter(client, "orders:43", lo);
+  holder.lock();
+  std::thread t([&] {
+    try {
+      waiter.lock();
+    } catch (const fairlock::Cancelled&) {
+      std::cout << "wait cancelled\n";
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  waiter.cancel();
+  t.join();
+  holder.unlock();
+  return 0;
+}

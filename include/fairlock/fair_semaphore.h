@@ -1,0 +1,3 @@
+#pragma once
+// FairSemaphore is declared beside FairLock (a lock is a semaphore of 1).
+#include "fairlock/fair_lock.h"

@@ -1,0 +1,58 @@
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace spdlog {
+class logger;
+}
+
+namespace fairlock {
+
+// How a waiting process learns that a grant was handed to it.
+enum class Notify {
+  publish,   // default: scripts PUBLISH to the process's own channel
+  keyspace,  // scripts write a per-(name, process) key; the process watches
+             // its keyspace channel (needs notify-keyspace-events K and $ or A)
+  poll,      // no signal: position-aware polling and the heartbeat only
+};
+
+// Connection and process-wide settings of a Client.
+struct Options {
+  // "redis://[user:password@]host:port[/db]" or "unix:///path/redis.sock[?db=N]"
+  std::string url = "redis://127.0.0.1:6379";
+  // Prefix of every key and channel; no '{' or '}'.
+  std::string key_prefix = "fairlock";
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds command_timeout{2000};
+  // How long a waiter's queue entry outlives its process's last heartbeat.
+  // The heartbeat runs at least three times per liveness_ttl.
+  std::chrono::milliseconds liveness_ttl{5000};
+  // Connections for commands (the subscriber has its own).
+  std::size_t pool_size = 4;
+  Notify notify = Notify::publish;
+  // In keyspace mode, add the flags it needs with CONFIG SET (never removes).
+  bool configure_keyspace_events = false;
+  // Log sink; null means silent. The library never uses spdlog's registry.
+  std::shared_ptr<spdlog::logger> logger;
+};
+
+// Per-lock settings.
+struct LockOptions {
+  // How long a grant lasts without renewal; renewed by the heartbeat while
+  // held (unless auto_renew is false).
+  std::chrono::milliseconds lease{10000};
+  bool auto_renew = true;
+  // Called (from the heartbeat thread) when a held grant is found lost.
+  std::function<void()> on_lost;
+  // unlock() of a lost grant throws LockLost. Under std::lock_guard /
+  // std::unique_lock, whose destructors are noexcept, that would terminate
+  // the program; so unlock() does not throw while the stack is unwinding,
+  // and not at all when this is false (loss is then seen via owns_lock()
+  // and on_lost).
+  bool throw_on_lost_unlock = true;
+};
+
+}  // namespace fairlock

@@ -1,0 +1,55 @@
+-- heartbeat: keep one process's waiters and holders of one name alive, in
+-- one call, and tell the process what became of each of them.
+--
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- ARGV: 1 permits       integer >= 1 (used only if the name lost its value)
+--       2 liveness_ms   new waiter deadline = now + liveness_ms
+--       3.. pairs       member, lease_ms: a waiting member gets its liveness
+--                       deadline refreshed; a holding member gets its
+--                       deadline set to now + lease_ms (this is also how a
+--                       handed-off grant becomes a full lease)
+-- Returns: a flat array, two entries per pair, in order:
+--   1, position   still waiting, 0-based position among waiters
+--   2, fence      holds a grant with this fence (deadline renewed)
+--   0, 0          gone: neither waiting nor holding (expired or evicted)
+-- Errors: "FLBADARG <text>"
+local permits, err = int_arg(1, 1, 1000000, 'permits')
+if not permits then return err end
+local liveness
+liveness, err = int_arg(2, 1, 2147483647, 'liveness_ms')
+if not liveness then return err end
+if (#ARGV - 2) % 2 ~= 0 then return fail('BADARG', 'member/lease pairs expected') end
+-- Validate everything before changing anything.
+for i = 3, #ARGV, 2 do
+  local ok, bad = member_arg(i)
+  if not ok then return bad end
+  ok, bad = int_arg(i + 1, 1, 2147483647, 'lease_ms')
+  if not ok then return bad end
+end
+
+local now = now_ms()
+prune(now)
+fill(now, stored_permits(permits))
+
+local out = {}
+for i = 3, #ARGV, 2 do
+  local member = ARGV[i]
+  local lease = tonumber(ARGV[i + 1])
+  if live_score(W, member, now) then
+    redis.call('ZADD', W, now + liveness, member)
+    out[#out + 1] = 1
+    out[#out + 1] = redis.call('ZRANK', Q, member)
+  else
+    local fence = holder_fence(member, now)
+    if fence then
+      redis.call('ZADD', H, now + lease, member)
+      out[#out + 1] = 2
+      out[#out + 1] = tonumber(fence)
+    else
+      out[#out + 1] = 0
+      out[#out + 1] = 0
+    end
+  end
+end
+cleanup()
+return out

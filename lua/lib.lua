@@ -1,0 +1,137 @@
+-- fairlock protocol, shared prelude.
+--
+-- The build prepends this file to every operation script (acquire, release,
+-- cancel, heartbeat), so each loaded script is `lib.lua .. "\n" .. op.lua`.
+-- A client in another language must load the same concatenation.
+--
+-- Keys of one name N under prefix P (every key shares the hash tag {N}):
+--   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)
+--   KEYS[2] P:{N}:w    ZSET  waiter member -> liveness deadline (ms, Redis TIME)
+--   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
+--   KEYS[4] P:{N}:g    HASH  "permits" -> N, holder member -> fence
+--   KEYS[5] P:{N}:seq  STRING ticket/fence counter (never deleted)
+-- Members are "<m><cid>:<token>": <m> is the wake mode of the owning process
+-- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
+-- the participant's 128-bit random token, both lower-case hex.
+
+local Q, W, H, G, SEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
+local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function fail(code, detail)
+  return redis.error_reply('FL' .. code .. ' ' .. detail)
+end
+
+local function int_arg(i, lo, hi, what)
+  local v = tonumber(ARGV[i])
+  if v == nil or v ~= math.floor(v) or v < lo or v > hi then
+    return nil, fail('BADARG', what .. ' must be an integer in [' .. lo .. ', ' .. hi .. ']')
+  end
+  return v
+end
+
+local function member_arg(i)
+  local m = ARGV[i]
+  if m == nil or string.len(m) < 4 or string.len(m) > 128
+     or not string.find(m, '^[pkn][0-9a-f]+:[0-9a-f]+$') then
+    return nil, fail('BADARG', 'member must look like <p|k|n><hex>:<hex>')
+  end
+  return m
+end
+
+-- Signal the process owning `member` that it was granted `fence`.
+local function signal(member, fence)
+  local mode = string.sub(member, 1, 1)
+  local colon = string.find(member, ':', 1, true)
+  local cid = string.sub(member, 2, colon - 1)
+  local base = string.sub(Q, 1, -2)            -- "P:{N}:"
+  if mode == 'p' then
+    local brace = string.find(base, '{', 1, true)
+    local prefix = string.sub(base, 1, brace - 1) -- "P:"
+    redis.call('PUBLISH', prefix .. 'wake:' .. cid, member .. ' ' .. string.format('%d', fence))
+  elseif mode == 'k' then
+    -- The documented exception to "every key in KEYS": a per-(name, process)
+    -- key in the same hash slot, whose keyspace channel the process watches.
+    redis.call('SET', base .. 'wake:' .. cid, string.format('%d', fence), 'PX', 60000)
+  end
+end
+
+-- Remove expired holders and waiters wherever they stand (bounded).
+local function prune(now)
+  local hx = redis.call('ZRANGEBYSCORE', H, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
+  if #hx > 0 then
+    redis.call('ZREM', H, unpack(hx))
+    redis.call('HDEL', G, unpack(hx))
+  end
+  local wx = redis.call('ZRANGEBYSCORE', W, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
+  if #wx > 0 then
+    redis.call('ZREM', W, unpack(wx))
+    redis.call('ZREM', Q, unpack(wx))
+  end
+end
+
+-- The stored permit count, or `fallback` when the name has none.
+local function stored_permits(fallback)
+  local p = redis.call('HGET', G, 'permits')
+  if p then return tonumber(p) or fallback end
+  return fallback
+end
+
+-- Grant free permits to the head of the live queue, in ticket order.
+-- A handed-off grant lasts until the grantee's liveness deadline; its next
+-- heartbeat (or acquire) turns it into a full lease.
+local function fill(now, permits)
+  local held = redis.call('ZCARD', H)
+  local skipped = 0
+  while held < permits and skipped < SKIP_LIMIT do
+    local head = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
+    if #head == 0 then break end
+    local member, ticket = head[1], tonumber(head[2])
+    local deadline = tonumber(redis.call('ZSCORE', W, member))
+    redis.call('ZREM', Q, member)
+    redis.call('ZREM', W, member)
+    if deadline and deadline > now then
+      redis.call('ZADD', H, deadline, member)
+      redis.call('HSET', G, member, string.format('%d', ticket))
+      held = held + 1
+      signal(member, ticket)
+    else
+      skipped = skipped + 1
+    end
+  end
+end
+
+-- The member's score in a deadline set if that deadline is still ahead;
+-- an entry past its deadline (not yet pruned: pruning is bounded) is
+-- removed here and reported as absent, so it can never be revived.
+local function live_score(key, member, now)
+  local d = redis.call('ZSCORE', key, member)
+  if not d then return nil end
+  if tonumber(d) > now then return d end
+  if key == H then
+    redis.call('ZREM', H, member)
+    redis.call('HDEL', G, member)
+  else
+    redis.call('ZREM', W, member)
+    redis.call('ZREM', Q, member)
+  end
+  return nil
+end
+
+-- The fence of a live holder, or nil.
+local function holder_fence(member, now)
+  if not live_score(H, member, now) then return nil end
+  return redis.call('HGET', G, member)
+end
+
+-- When nobody holds or waits, drop everything but the counter.
+local function cleanup()
+  if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
+    redis.call('DEL', G, W)
+  end
+end

@@ -1,0 +1,26 @@
+-- release: give up a grant, by owner check, and hand the permit to the next
+-- live waiter in the same step.
+--
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- ARGV: 1 member    "<m><cid>:<token>"
+--       2 permits   integer >= 1 (used only if the name lost its stored value)
+-- Returns: 1 released; 0 the member held nothing (never held, released
+--          already, expired, or evicted): nothing was changed on its behalf.
+-- Errors: "FLBADARG <text>"
+local member, err = member_arg(1)
+if not member then return err end
+local permits
+permits, err = int_arg(2, 1, 1000000, 'permits')
+if not permits then return err end
+
+local now = now_ms()
+local released = 0
+if holder_fence(member, now) then  -- a grant past its deadline is not released, it was lost
+  redis.call('ZREM', H, member)
+  redis.call('HDEL', G, member)
+  released = 1
+end
+prune(now)
+fill(now, stored_permits(permits))
+cleanup()
+return released

@@ -1,0 +1,64 @@
+#include "fairlock/fair_lock.h"
+
+#include <stdexcept>
+
+#include "client_impl.h"
+#include "participant.h"
+
+namespace fairlock {
+
+namespace {
+detail::Participant& live(const std::shared_ptr<detail::Participant>& p) {
+  if (!p) throw std::logic_error("fairlock: use of a moved-from lock object");
+  return *p;
+}
+}  // namespace
+
+FairSemaphore::FairSemaphore(Client& client, std::string name, std::uint32_t permits, LockOptions options)
+    : p_(std::make_shared<detail::Participant>(client.impl(), std::move(name), permits, std::move(options))) {}
+
+FairSemaphore::~FairSemaphore() {
+  if (p_) p_->abandon();
+}
+
+FairSemaphore::FairSemaphore(FairSemaphore&&) noexcept = default;
+
+FairSemaphore& FairSemaphore::operator=(FairSemaphore&& other) noexcept {
+  if (this != &other) {
+    if (p_) p_->abandon();
+    p_ = std::move(other.p_);
+  }
+  return *this;
+}
+
+void FairSemaphore::lock() { live(p_).acquire(std::nullopt, true); }
+
+bool FairSemaphore::try_lock() { return live(p_).acquire(std::nullopt, false); }
+
+bool FairSemaphore::wait_for(std::chrono::duration<double> timeout) {
+  auto& p = live(p_);
+  if (!(timeout.count() > 0)) return p.acquire(std::nullopt, false);  // <= 0 or NaN: try_lock
+  if (timeout.count() > 1e9) return p.acquire(std::nullopt, true);    // ~31 years: no deadline
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
+  return p.acquire(deadline, true);
+}
+
+void FairSemaphore::unlock() { live(p_).release(); }
+
+void FairSemaphore::cancel() noexcept {
+  if (p_) p_->cancel();
+}
+
+bool FairSemaphore::owns_lock() const noexcept { return p_ && p_->owns(); }
+
+std::uint64_t FairSemaphore::fence() const noexcept { return p_ ? p_->fence() : 0; }
+
+const std::string& FairSemaphore::name() const noexcept {
+  static const std::string empty;
+  return p_ ? p_->name() : empty;
+}
+
+std::uint32_t FairSemaphore::permits() const noexcept { return p_ ? p_->permits() : 0; }
+
+}  // namespace fairlock

@@ -1,0 +1,421 @@
+#include "participant.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+#include <thread>
+
+#include "client_impl.h"
+#include "fairlock/errors.h"
+
+namespace fairlock::detail {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+namespace {
+constexpr std::size_t kMaxNameBytes = 1024;
+constexpr std::uint32_t kMaxPermits = 1000000;
+constexpr long long kMaxMillis = 2147483647;
+
+const std::string& checked_name(const std::string& name) {
+  if (name.empty()) throw std::invalid_argument("name: must not be empty");
+  if (name.size() > kMaxNameBytes) {
+    throw std::invalid_argument("name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  }
+  if (name.find_first_of("{}") != std::string::npos) {
+    throw std::invalid_argument("name: must not contain '{' or '}' (they would break the hash tag)");
+  }
+  return name;
+}
+}  // namespace
+
+struct Participant::Reply {
+  long long status = 0;      // 1 granted, 0 queued, -1 busy
+  std::uint64_t value = 0;   // fence (granted) or ticket (queued)
+  long long position = -1;
+  long long next_ms = -1;
+};
+
+Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits,
+                         LockOptions opts)
+    : client_(std::move(client)),
+      name_(std::move(checked_name(name))),
+      permits_(permits),
+      opts_(std::move(opts)),
+      keys_(client_->options().key_prefix, name_) {
+  if (permits_ < 1) throw std::invalid_argument("permits: must be at least 1");
+  if (permits_ > kMaxPermits) throw std::invalid_argument("permits: at most 1000000");
+  if (opts_.lease.count() <= 0) throw std::invalid_argument("lease: must be positive");
+  if (opts_.lease.count() > kMaxMillis) throw std::invalid_argument("lease: at most 2147483647 ms");
+  client_->check_running();
+}
+
+Participant::Reply Participant::call_acquire(const std::string& member, bool queue, SteadyTime& sent_at) {
+  sent_at = steady_clock::now();
+  ReplyPtr r = client_->run(Script::acquire, keys_,
+                            {member, std::to_string(permits_), std::to_string(opts_.lease.count()),
+                             std::to_string(client_->options().liveness_ttl.count()), queue ? "q" : "t"});
+  Reply out;
+  out.status = reply_integer(reply_at(*r, 0));
+  if (out.status == 1) {
+    out.value = static_cast<std::uint64_t>(reply_integer(reply_at(*r, 1)));
+  } else if (out.status == 0) {
+    out.value = static_cast<std::uint64_t>(reply_integer(reply_at(*r, 1)));
+    out.position = reply_integer(reply_at(*r, 2));
+    out.next_ms = reply_integer(reply_at(*r, 3));
+  } else if (out.status != -1) {
+    throw ServerError("fairlock acquire: unexpected status " + std::to_string(out.status));
+  }
+  return out;
+}
+
+bool Participant::finish_granted(std::unique_lock<std::mutex>& lk, std::uint64_t fence, SteadyTime valid_until) {
+  state_ = State::held;
+  fence_ = fence;
+  valid_until_ = valid_until;
+  client_->counters.grants.fetch_add(1, std::memory_order_relaxed);
+  if (client_->stopped()) {
+    lk.unlock();
+    abandon();
+    throw Cancelled("fairlock: client is shut down");
+  }
+  return true;
+}
+
+void Participant::leave_queue(const std::string& member, bool cancelled) {
+  // Best effort: if this fails the entry expires by its liveness deadline.
+  try {
+    ReplyPtr r = client_->run(Script::cancel, keys_, {member, std::to_string(permits_)});
+    if (reply_integer(reply_at(*r, 0)) == 2 && cancelled) {
+      client_->run(Script::release, keys_, {member, std::to_string(permits_)});
+    }
+  } catch (const std::exception& e) {
+    client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
+  }
+}
+
+std::chrono::steady_clock::duration Participant::poll_interval() const {
+  // Position-aware: the head polls briskly, each place further back half as
+  // often, never slower than the heartbeat (which also reports grants).
+  long long behind = position_ - static_cast<long long>(permits_) + 1;
+  milliseconds base(10);
+  if (behind <= 0) return base;
+  milliseconds slow = base * (1LL << std::min<long long>(behind, 10));
+  return std::min<steady_clock::duration>(slow, client_->heartbeat_period());
+}
+
+bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
+  client_->check_running();
+  std::string member;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state_ == State::held) throw std::logic_error("fairlock: " + name_ + " is already held by this object");
+    if (state_ == State::waiting) throw std::logic_error("fairlock: " + name_ + " is already waiting in another thread");
+    member_ = client_->new_member();
+    member = member_;
+    state_ = State::waiting;
+    ticket_ = 0;
+    position_ = -1;
+    next_expiry_ms_ = -1;
+    signalled_ = kicked_ = cancelled_ = lease_confirmed_ = false;
+    lost_reason_.clear();
+  }
+  client_->enlist(member, shared_from_this(), opts_.lease);
+  const bool watched = queue && client_->mode() == Notify::keyspace && client_->watch(name_);
+  struct Unwatch {
+    ClientImpl* c;
+    const std::string* name;
+    bool on;
+    ~Unwatch() {
+      if (on) c->unwatch(*name);
+    }
+  } unwatch{client_.get(), &name_, watched};
+  auto give_up = [&] {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      state_ = State::idle;
+    }
+    client_->delist(member);
+  };
+
+  SteadyTime sent{};
+  Reply r;
+  bool fresh = true;  // r holds a reply not yet acted on
+  try {
+    r = call_acquire(member, queue, sent);
+  } catch (const Error&) {
+    give_up();
+    leave_queue(member, true);  // the reply may have been lost after the script ran
+    throw;
+  }
+  SteadyTime last_ok = sent;
+  SteadyTime expiry_at{};
+  milliseconds backoff(20);
+  const milliseconds liveness = client_->options().liveness_ttl;
+  bool counted_wait = false;
+
+  for (;;) {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (fresh) {
+      fresh = false;
+      if (r.status == 1) {
+        lease_confirmed_ = true;
+        return finish_granted(lk, r.value, sent + opts_.lease);
+      }
+      if (r.status == -1) {
+        lk.unlock();
+        give_up();
+        return false;
+      }
+      if (!counted_wait) {
+        counted_wait = true;
+        client_->counters.waits.fetch_add(1, std::memory_order_relaxed);
+      }
+      ticket_ = r.value;
+      position_ = r.position;
+      next_expiry_ms_ = r.next_ms;
+      expiry_at = sent + milliseconds(std::max(0LL, r.next_ms) + 2);
+      refreshed_at_ = sent;
+      last_ok = sent;
+      kicked_ = false;
+    }
+    // Sleep until signalled, kicked, cancelled, or a bounded timer.
+    bool timer = false;
+    for (;;) {
+      if (signalled_) {
+        // The grant was handed to us (PUBLISH or heartbeat): no round trip.
+        return finish_granted(lk, signal_fence_, lease_confirmed_ ? valid_until_ : refreshed_at_ + liveness);
+      }
+      if (cancelled_ || client_->stopped()) {
+        state_ = State::idle;
+        lk.unlock();
+        client_->delist(member);
+        client_->counters.cancels.fetch_add(1, std::memory_order_relaxed);
+        leave_queue(member, true);
+        throw Cancelled("fairlock: wait for " + name_ + " cancelled");
+      }
+      auto now = steady_clock::now();
+      if (deadline && now >= *deadline) {
+        lk.unlock();
+        SteadyTime cancel_sent = steady_clock::now();
+        ReplyPtr c;
+        try {
+          c = client_->run(Script::cancel, keys_, {member, std::to_string(permits_)});
+        } catch (const Error&) {
+          give_up();
+          throw;
+        }
+        if (reply_integer(reply_at(*c, 0)) == 2) {
+          // Granted by a handoff while we were giving up: keep it.
+          lk.lock();
+          return finish_granted(lk, static_cast<std::uint64_t>(reply_integer(reply_at(*c, 1))),
+                                std::min(cancel_sent, refreshed_at_) + liveness);
+        }
+        give_up();
+        client_->counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
+      if (kicked_ || timer) break;
+      SteadyTime next = deadline ? *deadline : now + std::chrono::hours(24);
+      const bool signals = client_->signals_ok() &&
+                           (client_->mode() == Notify::publish || (client_->mode() == Notify::keyspace && watched));
+      next = std::min(next, now + (signals ? steady_clock::duration(liveness) : poll_interval()));
+      if (position_ >= 0 && position_ < static_cast<long long>(permits_) && next_expiry_ms_ >= 0) {
+        next = std::min(next, std::max(expiry_at, now + milliseconds(1)));  // a lease may run out
+      }
+      if (cv_.wait_until(lk, next) == std::cv_status::timeout && !signalled_ && !kicked_ && !cancelled_) {
+        timer = !(deadline && steady_clock::now() >= *deadline);
+      }
+    }
+    if (timer) client_->counters.wakes_timer.fetch_add(1, std::memory_order_relaxed);
+    lk.unlock();
+    try {
+      r = call_acquire(member, true, sent);
+      fresh = true;
+      backoff = milliseconds(20);
+    } catch (const ServerError&) {
+      give_up();
+      throw;
+    } catch (const Error& e) {
+      // Connection trouble: retry until our entry would have expired anyway.
+      if (steady_clock::now() - last_ok > liveness || (deadline && steady_clock::now() >= *deadline)) {
+        give_up();
+        throw;
+      }
+      client_->log().debug("fairlock: acquire of {} failed, retrying: {}", name_, e.what());
+      std::unique_lock<std::mutex> w(mu_);
+      cv_.wait_for(w, backoff, [&] { return cancelled_ || client_->stopped(); });
+      backoff = std::min(backoff * 2, milliseconds(500));
+    }
+  }
+}
+
+void Participant::release() {
+  std::string member;
+  std::string lost_why;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state_ == State::idle || state_ == State::waiting) {
+      throw NotHeld("fairlock: unlock of " + name_ + ": not held");
+    }
+    if (state_ == State::lost) lost_why = lost_reason_;
+    state_ = State::idle;
+    member = member_;
+  }
+  client_->delist(member);
+  long long released = 0;
+  try {
+    ReplyPtr r = client_->run(Script::release, keys_, {member, std::to_string(permits_)});
+    released = reply_integer(*r);
+  } catch (const Error&) {
+    if (lost_why.empty()) throw;  // the grant runs out after its lease
+  }
+  if (released == 1 && lost_why.empty()) return;
+  if (lost_why.empty()) {
+    lost_why = "the grant was gone when unlock ran (lease expired or evicted)";
+    client_->counters.lost.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::string msg = "fairlock: lock " + name_ + " lost: " + lost_why;
+  if (opts_.throw_on_lost_unlock && std::uncaught_exceptions() == 0) throw LockLost(msg);
+  client_->log().warn("{}", msg);
+}
+
+void Participant::cancel() noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ == State::waiting) {
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+}
+
+void Participant::abandon() noexcept {
+  std::string member;
+  State was;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    was = state_;
+    member = member_;
+    if (was == State::waiting) {  // another thread waits: make it leave
+      cancelled_ = true;
+      cv_.notify_all();
+      return;
+    }
+    state_ = State::idle;
+  }
+  if (was == State::idle) return;
+  client_->delist(member);
+  try {
+    client_->run(Script::release, keys_, {member, std::to_string(permits_)});
+  } catch (const std::exception& e) {
+    client_->log().warn("fairlock: release of {} failed (it expires with its lease): {}", name_, e.what());
+  }
+}
+
+bool Participant::owns() const noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  return state_ == State::held && steady_clock::now() < valid_until_;
+}
+
+std::uint64_t Participant::fence() const noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  return fence_;
+}
+
+void Participant::mark_lost(std::unique_lock<std::mutex>& lk, const std::string& why) {
+  state_ = State::lost;
+  lost_reason_ = why;
+  client_->counters.lost.fetch_add(1, std::memory_order_relaxed);
+  auto callback = opts_.on_lost;
+  lk.unlock();
+  client_->log().warn("fairlock: lock {} lost: {}", name_, why);
+  if (callback) {
+    try {
+      callback();
+    } catch (const std::exception& e) {
+      client_->log().error("fairlock: on_lost callback of {} threw: {}", name_, e.what());
+    } catch (...) {
+      client_->log().error("fairlock: on_lost callback of {} threw", name_);
+    }
+  }
+}
+
+std::optional<Participant::Beat> Participant::beat_item(SteadyTime now) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (state_ == State::waiting) return Beat{member_, opts_.lease.count()};
+  if (state_ != State::held) return std::nullopt;
+  if (now >= valid_until_) {
+    mark_lost(lk, "lease ran out before a renewal succeeded");
+    return std::nullopt;
+  }
+  if (opts_.auto_renew || !lease_confirmed_) return Beat{member_, opts_.lease.count()};
+  return std::nullopt;
+}
+
+void Participant::on_beat(const std::string& member, long long status, long long value, SteadyTime sent_at) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (member != member_) return;
+  if (state_ == State::waiting) {
+    if (status == 1) {
+      position_ = value;
+      refreshed_at_ = std::max(refreshed_at_, sent_at);
+    } else if (status == 2 && !signalled_) {
+      signalled_ = true;
+      signal_fence_ = static_cast<std::uint64_t>(value);
+      lease_confirmed_ = true;
+      valid_until_ = sent_at + opts_.lease;
+      client_->counters.wakes_heartbeat.fetch_add(1, std::memory_order_relaxed);
+    } else if (status == 0) {
+      kicked_ = true;  // our entry expired: acquire again (joins at the tail)
+    }
+    cv_.notify_all();
+  } else if (state_ == State::held) {
+    if (status == 2 && static_cast<std::uint64_t>(value) == fence_) {
+      valid_until_ = std::max(valid_until_, sent_at + opts_.lease);
+      lease_confirmed_ = true;
+    } else {
+      mark_lost(lk, "the grant is gone from Redis (expired or evicted)");
+    }
+  }
+}
+
+bool Participant::on_signal(const std::string& member, std::uint64_t fence) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (member != member_ || state_ != State::waiting || signalled_) return false;
+  signalled_ = true;
+  signal_fence_ = fence;
+  client_->counters.wakes_signal.fetch_add(1, std::memory_order_relaxed);  // before the waiter runs on
+  cv_.notify_all();
+  return true;
+}
+
+bool Participant::kick() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ != State::waiting) return false;
+  kicked_ = true;
+  cv_.notify_all();
+  return true;
+}
+
+std::optional<std::uint64_t> Participant::waiting_ticket() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ == State::waiting && !kicked_ && !signalled_ && ticket_ != 0) return ticket_;
+  return std::nullopt;
+}
+
+std::optional<std::string> Participant::on_shutdown() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ == State::waiting) {
+    cancelled_ = true;
+    cv_.notify_all();
+  } else if (state_ == State::held) {
+    state_ = State::lost;
+    lost_reason_ = "the client was shut down";
+    return member_;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fairlock::detail

@@ -1,0 +1,150 @@
+#include "redis_server.h"
+
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+namespace fairlock::test {
+
+namespace {
+int free_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind failed");
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  ::close(s);
+  return port;
+}
+
+std::string text(const redisReply* r) {
+  switch (r->type) {
+    case REDIS_REPLY_NIL: return "(nil)";
+    case REDIS_REPLY_INTEGER: return std::to_string(r->integer);
+    case REDIS_REPLY_ERROR: return "ERR:" + std::string(r->str, r->len);
+    case REDIS_REPLY_ARRAY: {
+      std::string out;
+      for (size_t i = 0; i < r->elements; ++i) out += (i ? "\n" : "") + text(r->element[i]);
+      return out;
+    }
+    default: return std::string(r->str, r->len);
+  }
+}
+}  // namespace
+
+RedisServer::RedisServer(std::vector<std::string> extra) : extra_(std::move(extra)) {
+  char tmpl[] = "/tmp/fairlock-redis-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  for (int attempt = 0;; ++attempt) {
+    port_ = free_port();
+    try {
+      start();
+      return;
+    } catch (const std::exception&) {
+      if (attempt == 5) throw;
+    }
+  }
+}
+
+RedisServer::~RedisServer() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGCONT);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  std::string rm = "rm -rf '" + dir_ + "'";
+  int rc = std::system(rm.c_str());
+  (void)rc;
+}
+
+void RedisServer::start() {
+  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                   "--dir", dir_, "--save", "", "--appendonly", "no", "--daemonize", "no",
+                                   "--logfile", dir_ + "/redis.log"};
+  for (const auto& e : extra_) args.push_back(e);
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp("redis-server", argv.data());
+    ::_exit(127);
+  }
+  pid_ = pid;
+  for (int i = 0; i < 200; ++i) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("redis-server exited at start");
+    }
+    redisContext* c = redisConnect("127.0.0.1", port_);
+    if (c && !c->err) {
+      auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
+      bool ok = r && r->type == REDIS_REPLY_STATUS;
+      if (r) freeReplyObject(r);
+      redisFree(c);
+      if (ok) return;
+    } else if (c) {
+      redisFree(c);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  throw std::runtime_error("redis-server did not answer");
+}
+
+void RedisServer::pause() { ::kill(pid_, SIGSTOP); }
+void RedisServer::resume() { ::kill(pid_, SIGCONT); }
+
+void RedisServer::kill() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+}
+
+void RedisServer::restart() {
+  kill();
+  start();
+}
+
+std::string RedisServer::cmd(const std::vector<std::string>& argv) const {
+  redisContext* c = redisConnect("127.0.0.1", port_);
+  if (!c || c->err) {
+    if (c) redisFree(c);
+    throw std::runtime_error("cannot connect to test redis");
+  }
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  for (const auto& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
+  std::string out = r ? text(r) : "ERR:no reply";
+  if (r) freeReplyObject(r);
+  redisFree(c);
+  return out;
+}
+
+std::string unique_name(const std::string& base) {
+  static std::atomic<int> n{0};
+  return base + ":" + std::to_string(::getpid()) + ":" + std::to_string(n.fetch_add(1));
+}
+
+}  // namespace fairlock::test

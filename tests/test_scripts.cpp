@@ -1,0 +1,373 @@
+// The Lua protocol, exercised directly against Redis (no C++ client logic).
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <chrono>
+#include <thread>
+
+#include "connection.h"
+#include "redis_server.h"
+#include "scripts.h"
+
+namespace fairlock::test {
+namespace {
+
+using detail::Connection;
+using detail::Keys;
+using detail::ReplyPtr;
+using detail::Script;
+
+std::string member(int i, char mode = 'n', const std::string& cid = "00000000000000aa") {
+  char tok[33];
+  std::snprintf(tok, sizeof tok, "%032x", i);
+  return std::string(1, mode) + cid + ":" + tok;
+}
+
+std::vector<long long> ints(const redisReply& r) {
+  if (r.type == REDIS_REPLY_INTEGER) return {r.integer};
+  std::vector<long long> out;
+  for (size_t i = 0; i < r.elements; ++i) out.push_back(r.element[i]->integer);
+  return out;
+}
+
+class Scripts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conn = std::make_unique<Connection>(detail::parse_url(server().url()), std::chrono::milliseconds(2000),
+                                        std::chrono::milliseconds(5000));
+  }
+  ReplyPtr call(Script s, std::vector<std::string> args) {
+    std::vector<detail::ScriptCall> calls{{s, &keys, std::move(args)}};
+    auto v = detail::run_scripts(*conn, calls, reloads);
+    return std::move(v[0]);
+  }
+  std::vector<long long> acquire(const std::string& m, int permits = 1, long lease = 10000, long live = 10000,
+                                 const char* mode = "q") {
+    auto r = call(Script::acquire, {m, std::to_string(permits), std::to_string(lease), std::to_string(live), mode});
+    EXPECT_NE(r->type, REDIS_REPLY_ERROR) << std::string(r->str ? r->str : "");
+    return ints(*r);
+  }
+  long long release(const std::string& m, int permits = 1) {
+    return ints(*call(Script::release, {m, std::to_string(permits)}))[0];
+  }
+  std::vector<long long> cancel(const std::string& m) { return ints(*call(Script::cancel, {m, "1"})); }
+  std::string error_of(ReplyPtr r) {
+    return r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string("(no error)");
+  }
+  std::string redis(std::vector<std::string> argv) { return server().cmd(argv); }
+  std::vector<std::string> name_keys() {
+    std::string all = redis({"KEYS", "fairlock:{" + name + "}:*"});
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (!all.empty() && pos <= all.size()) {
+      size_t nl = all.find('\n', pos);
+      out.push_back(all.substr(pos, nl - pos));
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  std::string name = unique_name("scripts");
+  Keys keys{"fairlock", name};
+  std::unique_ptr<Connection> conn;
+  std::atomic<std::uint64_t> reloads{0};
+};
+
+TEST_F(Scripts, GrantsWhenFreeAndQueuesOtherwise) {
+  auto a = acquire(member(1));
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0], 1);
+  auto b = acquire(member(2));
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0], 0);
+  EXPECT_GT(b[1], a[1]);  // ticket after the first fence
+  EXPECT_EQ(b[2], 0);     // first in line
+  EXPECT_GT(b[3], 0);     // ms until the holder's deadline
+  auto c = acquire(member(3));
+  EXPECT_EQ(c[2], 1);
+}
+
+TEST_F(Scripts, RetriedAcquireReturnsSameGrant) {
+  auto a = acquire(member(1));
+  auto again = acquire(member(1));
+  EXPECT_EQ(again, a);
+  EXPECT_EQ(redis({"ZCARD", keys.h}), "1");
+}
+
+TEST_F(Scripts, ReleaseChecksOwnerAndIsIdempotent) {
+  acquire(member(1));
+  acquire(member(2));
+  EXPECT_EQ(release(member(9)), 0);   // stranger
+  EXPECT_EQ(release(member(2)), 0);   // a waiter, not a holder
+  EXPECT_EQ(redis({"ZSCORE", keys.h, member(1)}) != "(nil)", true);
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "1");
+  EXPECT_EQ(release(member(1)), 1);
+  EXPECT_EQ(release(member(1)), 0);   // repeated: harmless
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");  // the handoff survived it
+}
+
+TEST_F(Scripts, ReleaseHandsOffToHeadWithTicketAsFence) {
+  acquire(member(1));
+  auto b = acquire(member(2));
+  auto c = acquire(member(3));
+  EXPECT_EQ(release(member(1)), 1);
+  EXPECT_EQ(redis({"HGET", keys.g, member(2)}), std::to_string(b[1]));
+  EXPECT_EQ(redis({"ZRANGE", keys.q, "0", "-1"}), member(3));
+  // The grantee's retried acquire reports the handed-off grant, same fence.
+  auto b2 = acquire(member(2));
+  EXPECT_EQ(b2, (std::vector<long long>{1, b[1]}));
+  auto c2 = acquire(member(3));
+  EXPECT_EQ(c2[0], 0);
+  EXPECT_EQ(c2[2], 0);  // moved to the head
+  EXPECT_EQ(c2[1], c[1]);
+}
+
+TEST_F(Scripts, HandoffSignalsOnlyTheGrantee) {
+  const std::string cid_b = "00000000000000b1", cid_c = "00000000000000c1";
+  redisContext* sub = redisConnect("127.0.0.1", server().port());
+  ASSERT_TRUE(sub && !sub->err);
+  auto* r = static_cast<redisReply*>(redisCommand(sub, "SUBSCRIBE fairlock:wake:%s fairlock:wake:%s",
+                                                  cid_b.c_str(), cid_c.c_str()));
+  freeReplyObject(r);
+  redisGetReply(sub, reinterpret_cast<void**>(&r));  // second subscribe confirmation
+  freeReplyObject(r);
+  acquire(member(1));
+  auto b = acquire(member(2, 'p', cid_b));
+  acquire(member(3, 'p', cid_c));
+  release(member(1));
+  ASSERT_EQ(redisGetReply(sub, reinterpret_cast<void**>(&r)), REDIS_OK);
+  ASSERT_EQ(r->elements, 3u);
+  EXPECT_EQ(std::string(r->element[1]->str), "fairlock:wake:" + cid_b);
+  EXPECT_EQ(std::string(r->element[2]->str), member(2, 'p', cid_b) + " " + std::to_string(b[1]));
+  freeReplyObject(r);
+  // Nothing else was published: C was not woken.
+  timeval tv{0, 200000};
+  redisSetTimeout(sub, tv);
+  EXPECT_NE(redisGetReply(sub, reinterpret_cast<void**>(&r)), REDIS_OK);
+  redisFree(sub);
+}
+
+TEST_F(Scripts, KeyspaceModeWritesPerProcessWakeKey) {
+  const std::string cid = "00000000000000d1";
+  acquire(member(1));
+  auto b = acquire(member(2, 'k', cid));
+  release(member(1));
+  EXPECT_EQ(redis({"GET", "fairlock:{" + name + "}:wake:" + cid}), std::to_string(b[1]));
+  long long pttl = std::stoll(redis({"PTTL", "fairlock:{" + name + "}:wake:" + cid}));
+  EXPECT_GT(pttl, 0);
+  redis({"DEL", "fairlock:{" + name + "}:wake:" + cid});
+}
+
+TEST_F(Scripts, PrunesExpiredWaiterInTheMiddle) {
+  acquire(member(1));
+  acquire(member(2));
+  acquire(member(3), 1, 10000, 40);  // short liveness: dies in the middle
+  acquire(member(4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  auto d = acquire(member(4));  // any call prunes
+  EXPECT_EQ(d[2], 1);           // only member 2 is ahead now
+  EXPECT_EQ(redis({"ZSCORE", keys.q, member(3)}), "(nil)");
+  EXPECT_EQ(redis({"ZSCORE", keys.w, member(3)}), "(nil)");
+}
+
+TEST_F(Scripts, ExpiredHolderIsPrunedAndNextGranted) {
+  acquire(member(1), 1, 40);
+  auto b = acquire(member(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  auto b2 = acquire(member(2));
+  EXPECT_EQ(b2, (std::vector<long long>{1, b[1]}));
+  EXPECT_EQ(release(member(1)), 0);  // the expired holder's late release is refused
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");
+}
+
+TEST_F(Scripts, CancelAfterHandoffReportsTheGrant) {
+  acquire(member(1));
+  auto b = acquire(member(2));
+  release(member(1));
+  EXPECT_EQ(cancel(member(2)), (std::vector<long long>{2, b[1]}));
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");  // kept until released
+  EXPECT_EQ(release(member(2)), 1);
+  EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+}
+
+TEST_F(Scripts, CancelLeavesNoTrace) {
+  acquire(member(1));
+  acquire(member(2));
+  EXPECT_EQ(cancel(member(2)), std::vector<long long>{1});
+  EXPECT_EQ(cancel(member(2)), std::vector<long long>{0});
+  release(member(1));
+  EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+}
+
+TEST_F(Scripts, TryNeverQueuesNorBarges) {
+  acquire(member(1), 1, 40);
+  acquire(member(2));
+  EXPECT_EQ(acquire(member(5), 1, 10000, 10000, "t"), std::vector<long long>{-1});
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  // The holder expired: the free permit goes to the waiter, not to the try.
+  EXPECT_EQ(acquire(member(5), 1, 10000, 10000, "t"), std::vector<long long>{-1});
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");
+  EXPECT_EQ(redis({"ZSCORE", keys.q, member(5)}), "(nil)");
+}
+
+TEST_F(Scripts, SemaphoreGrantsUpToPermitsInOrder) {
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ(acquire(member(i), 3)[0], 1);
+  auto d = acquire(member(4), 3);
+  auto e = acquire(member(5), 3);
+  EXPECT_EQ(d[0], 0);
+  EXPECT_EQ(d[2], 0);
+  EXPECT_EQ(e[2], 1);
+  release(member(2), 3);
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(4)}), "(nil)");
+  EXPECT_EQ(redis({"ZCARD", keys.h}), "3");
+}
+
+TEST_F(Scripts, FencesStrictlyIncrease) {
+  long long last = 0;
+  for (int round = 0; round < 5; ++round) {
+    auto a = acquire(member(10 + round));
+    ASSERT_EQ(a[0], 1);
+    EXPECT_GT(a[1], last);
+    last = a[1];
+    auto b = acquire(member(100 + round));
+    release(member(10 + round));
+    auto b2 = acquire(member(100 + round));
+    ASSERT_EQ(b2[0], 1);
+    EXPECT_GT(b2[1], last);
+    last = b2[1];
+    release(member(100 + round));
+  }
+}
+
+TEST_F(Scripts, PermitsMismatchIsAnError) {
+  acquire(member(1), 2);
+  auto r = call(Script::acquire, {member(2), "1", "1000", "1000", "q"});
+  EXPECT_EQ(error_of(std::move(r)), "FLPERMITS 2");
+}
+
+TEST_F(Scripts, MalformedArgvGetsDocumentedErrors) {
+  auto bad = [&](Script s, std::vector<std::string> args) {
+    return error_of(call(s, std::move(args))).substr(0, 9);
+  };
+  EXPECT_EQ(bad(Script::acquire, {"not-a-member", "1", "1000", "1000", "q"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1), "0", "1000", "1000", "q"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1), "1", "abc", "1000", "q"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1), "1", "1000", "-5", "q"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1), "1", "1000", "1000", "x"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1)}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::release, {std::string("p\0x:1", 5), "1"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::cancel, {member(1), "1.5"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::heartbeat, {"1", "1000", member(1)}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::heartbeat, {"1", "1000", member(1), "0"}), "FLBADARG ");
+  EXPECT_EQ(name_keys(), std::vector<std::string>{});  // nothing stored
+}
+
+TEST_F(Scripts, HeartbeatReportsEachEntry) {
+  acquire(member(1));
+  acquire(member(2));
+  auto r = ints(*call(Script::heartbeat, {"1", "10000", member(1), "10000", member(2), "10000", member(3), "10000"}));
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(r[0], 2);  // holder, fence
+  EXPECT_EQ(r[2], 1);  // waiter
+  EXPECT_EQ(r[3], 0);  // position
+  EXPECT_EQ(r[4], 0);  // unknown
+}
+
+TEST_F(Scripts, HandoffGrantBecomesFullLeaseAtHeartbeat) {
+  acquire(member(1));
+  acquire(member(2), 1, 10000, 500);  // liveness 500 ms
+  release(member(1));
+  double before = std::stod(redis({"ZSCORE", keys.h, member(2)}));
+  call(Script::heartbeat, {"1", "500", member(2), "60000"});
+  double after = std::stod(redis({"ZSCORE", keys.h, member(2)}));
+  EXPECT_GT(after - before, 30000);
+}
+
+TEST_F(Scripts, PruningIsBoundedPerCall) {
+  acquire(member(1));  // a holder, so nothing below can be granted
+  // 3000 stale waiters, written directly (as a crashed fleet would leave them).
+  std::vector<std::string> q{"ZADD", keys.q}, w{"ZADD", keys.w};
+  for (int i = 0; i < 3000; ++i) {
+    q.push_back(std::to_string(1000 + i));
+    q.push_back(member(1000 + i));
+    w.push_back("1");
+    w.push_back(member(1000 + i));
+  }
+  redis(q);
+  redis(w);
+  call(Script::heartbeat, {"1", "1000", member(1), "1000"});
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "2900");
+  EXPECT_EQ(redis({"ZCARD", keys.w}), "2900");
+  for (int i = 0; i < 29; ++i) call(Script::heartbeat, {"1", "1000", member(1), "1000"});
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "0");
+  EXPECT_EQ(release(member(1)), 1);
+  EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+}
+
+TEST_F(Scripts, NoBargingPastManyStaleWaiters) {
+  acquire(member(1), 2);
+  acquire(member(2), 2);
+  // 500 stale waiters ahead of one live waiter: more than two calls prune.
+  std::vector<std::string> q{"ZADD", keys.q}, w{"ZADD", keys.w};
+  for (int i = 0; i < 500; ++i) {
+    q.push_back(std::to_string(100000 + i));
+    q.push_back(member(5000 + i));
+    w.push_back("1");
+    w.push_back(member(5000 + i));
+  }
+  redis(q);
+  redis(w);
+  redis({"SET", keys.seq, "200000"});
+  auto live = acquire(member(3), 2);
+  ASSERT_EQ(live[0], 0);
+  EXPECT_EQ(release(member(1), 2), 1);  // frees a permit; fill hits its skip bound
+  auto newcomer = acquire(member(4), 2);
+  EXPECT_EQ(newcomer[0], 0) << "a newcomer took a permit while a live waiter was queued";
+  EXPECT_EQ(acquire(member(6), 2, 10000, 10000, "t"), std::vector<long long>{-1});
+  for (int i = 0; i < 5; ++i) call(Script::heartbeat, {"2", "10000", member(3), "10000"});
+  auto granted = acquire(member(3), 2);
+  ASSERT_EQ(granted[0], 1);
+  EXPECT_EQ(granted[1], live[1]);
+  EXPECT_LT(granted[1], static_cast<long long>(newcomer[1]));
+}
+
+TEST_F(Scripts, PermitsOfANameWithOnlyExpiredEntriesCanChange) {
+  acquire(member(1), 3, 30);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(acquire(member(2), 1)[0], 1);
+  EXPECT_EQ(redis({"HGET", keys.g, "permits"}), "1");
+  release(member(2));
+}
+
+TEST_F(Scripts, ExpiredEntriesBeyondThePruneBoundAreNotRevived) {
+  acquire(member(1));
+  std::vector<std::string> q{"ZADD", keys.q}, w{"ZADD", keys.w};
+  for (int i = 0; i < 150; ++i) {
+    q.push_back(std::to_string(100 + i));
+    q.push_back(member(100 + i));
+    w.push_back("1");
+    w.push_back(member(100 + i));
+  }
+  redis(q);
+  redis(w);
+  // Member 249 is past the first prune's reach; its heartbeat must say gone.
+  auto r = ints(*call(Script::heartbeat, {"1", "10000", member(249), "10000"}));
+  EXPECT_EQ(r, (std::vector<long long>{0, 0}));
+  EXPECT_EQ(redis({"ZSCORE", keys.w, member(249)}), "(nil)");
+  redis({"DEL", keys.q, keys.w});
+  release(member(1));
+}
+
+TEST_F(Scripts, NoscriptIsRecovered) {
+  redis({"SCRIPT", "FLUSH"});
+  auto before = reloads.load();
+  EXPECT_EQ(acquire(member(1))[0], 1);
+  EXPECT_EQ(reloads.load(), before + 1);
+  EXPECT_EQ(release(member(1)), 1);
+}
+
+}  // namespace
+}  // namespace fairlock::test

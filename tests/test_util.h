@@ -1,0 +1,46 @@
+#pragma once
+#include <fairlock/fairlock.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "redis_server.h"
+
+namespace fairlock::test {
+
+inline Options opts_for(const RedisServer& s, Notify notify = Notify::publish) {
+  Options o;
+  o.url = s.url();
+  o.notify = notify;
+  o.liveness_ttl = std::chrono::milliseconds(900);
+  return o;
+}
+
+// Polls a condition (test-side only) for at most `limit`; true if it held.
+inline bool eventually(const std::function<bool()>& pred,
+                       std::chrono::milliseconds limit = std::chrono::milliseconds(15000)) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+inline std::string key(const std::string& name, const std::string& suffix, const std::string& prefix = "fairlock") {
+  return prefix + ":{" + name + "}:" + suffix;
+}
+
+inline long long zcard(const RedisServer& s, const std::string& name, const char* which) {
+  return std::stoll(s.cmd({"ZCARD", key(name, which)}));
+}
+
+// The keys of one name that exist now, sorted, newline-joined.
+inline std::string keys_of(const RedisServer& s, const std::string& name, const std::string& prefix = "fairlock") {
+  std::string all = s.cmd({"KEYS", prefix + ":{" + name + "}:*"});
+  return all;
+}
+
+}  // namespace fairlock::test
