@@ -42,7 +42,7 @@ fill(now, permits)
 local fence = holder_fence(member, now)
 if fence then
   redis.call('ZADD', H, now + lease, member)
-  return {1, tonumber(fence)}
+  return {1, fence}
 end
 
 local function earliest_holder()
@@ -65,11 +65,11 @@ if mode == 't' and not free then
   return {-1}
 end
 
-local t = redis.call('INCR', SEQ)
+local t = next_ticket(now)
 redis.call('HSET', G, 'permits', permits)
 if free then
   redis.call('ZADD', H, now + lease, member)
-  redis.call('HSET', G, member, t)
+  redis.call('HSET', G, member, string.format('%d:%d', t, now))
   return {1, t}
 end
 redis.call('ZADD', Q, t, member)

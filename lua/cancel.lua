@@ -25,7 +25,7 @@ fill(now, stored_permits(permits))
 if not result then
   local fence = holder_fence(member, now)
   if fence then
-    result = {2, tonumber(fence)}
+    result = {2, fence}
   else
     result = {0}
   end

@@ -44,7 +44,7 @@ for i = 3, #ARGV, 2 do
     if fence then
       redis.call('ZADD', H, now + lease, member)
       out[#out + 1] = 2
-      out[#out + 1] = tonumber(fence)
+      out[#out + 1] = fence
     else
       out[#out + 1] = 0
       out[#out + 1] = 0

@@ -8,8 +8,11 @@
 --   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)
 --   KEYS[2] P:{N}:w    ZSET  waiter member -> liveness deadline (ms, Redis TIME)
 --   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
---   KEYS[4] P:{N}:g    HASH  "permits" -> N, holder member -> fence
---   KEYS[5] P:{N}:seq  STRING ticket/fence counter (never deleted)
+--   KEYS[4] P:{N}:g    HASH  "permits" -> N, holder member -> "<fence>:<granted ms>"
+--   KEYS[5] P:{N}:seq  STRING the last ticket issued (never deleted)
+-- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
+-- and floor(ticket / 1000) is the arrival time in ms (exact unless more than
+-- 1000 arrivals share a millisecond or the server clock stepped back).
 -- Members are "<m><cid>:<token>": <m> is the wake mode of the owning process
 -- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
 -- the participant's 128-bit random token, both lower-case hex.
@@ -97,7 +100,7 @@ local function fill(now, permits)
     redis.call('ZREM', W, member)
     if deadline and deadline > now then
       redis.call('ZADD', H, deadline, member)
-      redis.call('HSET', G, member, string.format('%d', ticket))
+      redis.call('HSET', G, member, string.format('%d:%d', ticket, now))
       held = held + 1
       signal(member, ticket)
     else
@@ -123,10 +126,19 @@ local function live_score(key, member, now)
   return nil
 end
 
--- The fence of a live holder, or nil.
+-- The fence (a number) of a live holder, or nil.
 local function holder_fence(member, now)
   if not live_score(H, member, now) then return nil end
-  return redis.call('HGET', G, member)
+  local v = redis.call('HGET', G, member)
+  return v and tonumber(string.match(v, '^(%d+)'))
+end
+
+-- A new ticket: strictly above every earlier one, and an arrival stamp.
+local function next_ticket(now)
+  local last = tonumber(redis.call('GET', SEQ)) or 0
+  local t = math.max(last + 1, now * 1000)
+  redis.call('SET', SEQ, string.format('%d', t))
+  return t
 end
 
 -- When nobody holds or waits, drop everything but the counter.

@@ -237,6 +237,52 @@ void ClientImpl::shutdown() noexcept {
   if (sub_thread_.joinable()) sub_thread_.join();
 }
 
+std::vector<NameSummary> ClientImpl::list(const std::string& pattern) {
+  // Every active name has its g key; match "<prefix>:{<pattern>}:g" with the
+  // prefix's glob characters escaped.
+  std::string match;
+  for (char c : opts_.key_prefix) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') match.push_back('\\');
+    match.push_back(c);
+  }
+  match += ":{" + pattern + "}:g";
+  const std::string head = opts_.key_prefix + ":{";
+  std::vector<NameSummary> out;
+  std::set<std::string> seen;
+  std::string cursor = "0";
+  do {
+    std::vector<std::string> found;
+    pool_->with([&](Connection& c) {
+      ReplyPtr r = c.command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+      if (is_error(*r)) throw_reply_error(*r, "SCAN");
+      cursor = std::string(reply_string(reply_at(*r, 0)));
+      const auto& keys = reply_at(*r, 1);
+      for (std::size_t i = 0; i < reply_size(keys); ++i) found.emplace_back(reply_string(reply_at(keys, i)));
+      return 0;
+    });
+    for (const auto& k : found) {
+      if (k.size() < head.size() + 3 || k.compare(0, head.size(), head) != 0) continue;
+      std::string name = k.substr(head.size(), k.size() - head.size() - 3);
+      if (seen.insert(name).second) out.push_back(NameSummary{name, 0, 0});
+    }
+  } while (cursor != "0");
+  if (out.empty()) return out;
+  std::vector<Argv> counts;
+  std::vector<Keys> keys;
+  keys.reserve(out.size());
+  for (const auto& n : out) {
+    keys.emplace_back(opts_.key_prefix, n.name);
+    counts.push_back({"ZCARD", keys.back().h});
+    counts.push_back({"ZCARD", keys.back().q});
+  }
+  auto replies = pool_->with([&](Connection& c) { return c.pipeline(counts); });
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].holders = static_cast<std::size_t>(reply_integer(*replies[2 * i]));
+    out[i].waiters = static_cast<std::size_t>(reply_integer(*replies[2 * i + 1]));
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------- registry
 
 void ClientImpl::enlist(const std::string& member, const std::shared_ptr<Participant>& p,
@@ -538,6 +584,57 @@ const Options& Client::options() const { return impl_->options(); }
 const std::string& Client::id() const { return impl_->id(); }
 
 Notify Client::notify_mode() const { return impl_->mode(); }
+
+QueueState Client::inspect(const std::string& name, std::size_t max_waiters) {
+  impl_->check_running();
+  detail::Keys keys(impl_->options().key_prefix, name);
+  std::size_t limit = std::min<std::size_t>(max_waiters, 100000);
+  detail::ReplyPtr r = impl_->run(detail::Script::inspect, keys, {std::to_string(limit)});
+  using detail::reply_at;
+  using detail::reply_integer;
+  using detail::reply_size;
+  using detail::reply_string;
+  using std::chrono::milliseconds;
+  QueueState st;
+  st.name = name;
+  st.server_time_ms = reply_integer(reply_at(*r, 0));
+  st.permits = static_cast<std::uint32_t>(reply_integer(reply_at(*r, 1)));
+  st.last_fence = static_cast<std::uint64_t>(reply_integer(reply_at(*r, 2)));
+  st.holder_count = static_cast<std::size_t>(reply_integer(reply_at(*r, 3)));
+  st.waiter_count = static_cast<std::size_t>(reply_integer(reply_at(*r, 4)));
+  const auto& h = reply_at(*r, 5);
+  for (std::size_t i = 0; i + 3 < reply_size(h); i += 4) {
+    st.holders.push_back(HolderInfo{std::string(reply_string(reply_at(h, i))),
+                                    static_cast<std::uint64_t>(reply_integer(reply_at(h, i + 1))),
+                                    milliseconds(reply_integer(reply_at(h, i + 2))),
+                                    milliseconds(reply_integer(reply_at(h, i + 3)))});
+  }
+  const auto& w = reply_at(*r, 6);
+  for (std::size_t i = 0; i + 3 < reply_size(w); i += 4) {
+    st.waiters.push_back(WaiterInfo{std::string(reply_string(reply_at(w, i))), i / 4,
+                                    static_cast<std::uint64_t>(reply_integer(reply_at(w, i + 1))),
+                                    milliseconds(reply_integer(reply_at(w, i + 2))),
+                                    milliseconds(reply_integer(reply_at(w, i + 3)))});
+  }
+  return st;
+}
+
+Evicted Client::evict(const std::string& name, const std::string& token) {
+  impl_->check_running();
+  detail::Keys keys(impl_->options().key_prefix, name);
+  std::string permits = "1";
+  detail::ReplyPtr r = impl_->run(detail::Script::evict, keys, {token, permits});
+  switch (detail::reply_integer(*r)) {
+    case 1: return Evicted::holder;
+    case 2: return Evicted::waiter;
+    default: return Evicted::none;
+  }
+}
+
+std::vector<NameSummary> Client::list(const std::string& pattern) {
+  impl_->check_running();
+  return impl_->list(pattern);
+}
 
 Stats Client::stats() const {
   const auto& c = impl_->counters;

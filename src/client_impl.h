@@ -96,8 +96,7 @@ class ClientImpl {
   // Keyspace mode: subscribe to the name's wake channel; true once confirmed.
   bool watch(const std::string& name);
   void unwatch(const std::string& name);
-  // A lease shorter than the current heartbeat period appeared.
-  void poke_heartbeat();
+  std::vector<NameSummary> list(const std::string& pattern);
 
  private:
   std::vector<std::shared_ptr<Participant>> participants();

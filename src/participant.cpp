@@ -16,20 +16,8 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 namespace {
-constexpr std::size_t kMaxNameBytes = 1024;
 constexpr std::uint32_t kMaxPermits = 1000000;
 constexpr long long kMaxMillis = 2147483647;
-
-const std::string& checked_name(const std::string& name) {
-  if (name.empty()) throw std::invalid_argument("name: must not be empty");
-  if (name.size() > kMaxNameBytes) {
-    throw std::invalid_argument("name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
-  }
-  if (name.find_first_of("{}") != std::string::npos) {
-    throw std::invalid_argument("name: must not contain '{' or '}' (they would break the hash tag)");
-  }
-  return name;
-}
 }  // namespace
 
 struct Participant::Reply {
@@ -42,7 +30,7 @@ struct Participant::Reply {
 Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits,
                          LockOptions opts)
     : client_(std::move(client)),
-      name_(std::move(checked_name(name))),
+      name_(std::move(name)),
       permits_(permits),
       opts_(std::move(opts)),
       keys_(client_->options().key_prefix, name_) {
@@ -175,12 +163,18 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
         client_->counters.waits.fetch_add(1, std::memory_order_relaxed);
       }
       ticket_ = r.value;
+      const bool moved = position_ != r.position;
       position_ = r.position;
       next_expiry_ms_ = r.next_ms;
       expiry_at = sent + milliseconds(std::max(0LL, r.next_ms) + 2);
       refreshed_at_ = sent;
       last_ok = sent;
       kicked_ = false;
+      if (moved && opts_.on_position) {
+        lk.unlock();
+        report_position(r.position);
+        lk.lock();
+      }
     }
     // Sleep until signalled, kicked, cancelled, or a bounded timer.
     bool timer = false;
@@ -324,6 +318,16 @@ std::uint64_t Participant::fence() const noexcept {
   return fence_;
 }
 
+void Participant::report_position(long long position) {
+  try {
+    opts_.on_position(static_cast<std::size_t>(std::max(0LL, position)));
+  } catch (const std::exception& e) {
+    client_->log().error("fairlock: on_position callback of {} threw: {}", name_, e.what());
+  } catch (...) {
+    client_->log().error("fairlock: on_position callback of {} threw", name_);
+  }
+}
+
 void Participant::mark_lost(std::unique_lock<std::mutex>& lk, const std::string& why) {
   state_ = State::lost;
   lost_reason_ = why;
@@ -359,8 +363,15 @@ void Participant::on_beat(const std::string& member, long long status, long long
   if (member != member_) return;
   if (state_ == State::waiting) {
     if (status == 1) {
-      position_ = value;
       refreshed_at_ = std::max(refreshed_at_, sent_at);
+      if (position_ != value) {
+        position_ = value;
+        if (opts_.on_position) {
+          lk.unlock();
+          report_position(value);
+          return;
+        }
+      }
     } else if (status == 2 && !signalled_) {
       signalled_ = true;
       signal_fence_ = static_cast<std::uint64_t>(value);

@@ -65,6 +65,7 @@ class Participant : public std::enable_shared_from_this<Participant> {
   bool finish_granted(std::unique_lock<std::mutex>& lk, std::uint64_t fence, SteadyTime valid_until);
   void leave_queue(const std::string& member, bool cancelled);
   void mark_lost(std::unique_lock<std::mutex>& lk, const std::string& why);
+  void report_position(long long position);  // calls on_position; never under mu_
   std::chrono::steady_clock::duration poll_interval() const;
 
   std::shared_ptr<ClientImpl> client_;

@@ -2,6 +2,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <stdexcept>
+
 #include "fairlock_lua.h"
 
 namespace fairlock::detail {
@@ -12,6 +14,8 @@ std::string_view script_source(Script s) {
     case Script::release: return lua::release_source;
     case Script::cancel: return lua::cancel_source;
     case Script::heartbeat: return lua::heartbeat_source;
+    case Script::inspect: return lua::inspect_source;
+    case Script::evict: return lua::evict_source;
   }
   return {};
 }
@@ -22,6 +26,8 @@ std::string_view script_sha(Script s) {
     case Script::release: return lua::release_sha;
     case Script::cancel: return lua::cancel_sha;
     case Script::heartbeat: return lua::heartbeat_sha;
+    case Script::inspect: return lua::inspect_sha;
+    case Script::evict: return lua::evict_sha;
   }
   return {};
 }
@@ -32,11 +38,20 @@ const char* script_name(Script s) {
     case Script::release: return "release";
     case Script::cancel: return "cancel";
     case Script::heartbeat: return "heartbeat";
+    case Script::inspect: return "inspect";
+    case Script::evict: return "evict";
   }
   return "?";
 }
 
 Keys::Keys(std::string_view prefix, std::string_view name) {
+  if (name.empty()) throw std::invalid_argument("name: must not be empty");
+  if (name.size() > kMaxNameBytes) {
+    throw std::invalid_argument("name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  }
+  if (name.find_first_of("{}") != std::string_view::npos) {
+    throw std::invalid_argument("name: must not contain '{' or '}' (they would break the hash tag)");
+  }
   std::string base;
   base.reserve(prefix.size() + name.size() + 8);
   base.append(prefix).append(":{").append(name).append("}:");
@@ -85,7 +100,8 @@ std::vector<ReplyPtr> run_scripts(Connection& c, const std::vector<ScriptCall>& 
   // those: the others already ran).
   reloads.fetch_add(1, std::memory_order_relaxed);
   std::vector<Argv> loads;
-  for (Script s : {Script::acquire, Script::release, Script::cancel, Script::heartbeat}) {
+  for (Script s : {Script::acquire, Script::release, Script::cancel, Script::heartbeat, Script::inspect,
+                   Script::evict}) {
     loads.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
   }
   for (const auto& r : c.pipeline(loads)) {

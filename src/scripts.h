@@ -11,13 +11,17 @@
 
 namespace fairlock::detail {
 
-enum class Script { acquire, release, cancel, heartbeat };
+enum class Script { acquire, release, cancel, heartbeat, inspect, evict };
 
 std::string_view script_source(Script s);
 std::string_view script_sha(Script s);
 const char* script_name(Script s);
 
+constexpr std::size_t kMaxNameBytes = 1024;
+
 // The five keys every script takes, all sharing the hash tag {name}.
+// Throws std::invalid_argument("name: ...") for an empty or oversized name,
+// or one with '{' or '}' (it would end the hash tag early).
 struct Keys {
   Keys(std::string_view prefix, std::string_view name);
   std::string q, w, h, g, seq;

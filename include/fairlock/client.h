@@ -1,7 +1,9 @@
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fairlock/options.h"
 
@@ -27,6 +29,44 @@ struct Stats {
   std::uint64_t heartbeats = 0;        // heartbeat rounds (one round trip each)
 };
 
+// A holder of a name, as Client::inspect reports it.
+struct HolderInfo {
+  std::string token;                      // the queue member ("p<client>:<token>")
+  std::uint64_t fence = 0;
+  std::chrono::milliseconds held{0};      // since the grant
+  std::chrono::milliseconds lease_left{0};  // <= 0: expired, not yet pruned
+};
+
+// A waiter of a name, in queue order.
+struct WaiterInfo {
+  std::string token;
+  std::size_t position = 0;                    // 0 = next in line
+  std::uint64_t ticket = 0;                    // becomes its fence if granted
+  std::chrono::milliseconds waited{0};         // since it queued
+  std::chrono::milliseconds liveness_left{0};  // <= 0: expired, not yet pruned
+};
+
+// The state of one name, read atomically; all times from Redis TIME.
+struct QueueState {
+  std::string name;
+  std::uint32_t permits = 0;   // 0 when the name is idle
+  std::uint64_t last_fence = 0;  // the counter: the largest ticket issued
+  std::size_t holder_count = 0;
+  std::size_t waiter_count = 0;  // all waiters; `waiters` lists the first ones
+  std::vector<HolderInfo> holders;
+  std::vector<WaiterInfo> waiters;
+  std::int64_t server_time_ms = 0;
+};
+
+// A name that has holders or waiters now (Client::list).
+struct NameSummary {
+  std::string name;
+  std::size_t holders = 0;
+  std::size_t waiters = 0;
+};
+
+enum class Evicted { none, holder, waiter };
+
 // One per process (or per Redis server): owns the connections, the
 // subscriber for wake signals and the heartbeat thread. Thread-safe.
 // FairLock / FairSemaphore objects keep the client's internals alive; once
@@ -48,6 +88,16 @@ class Client {
   // The transport actually in use (keyspace/publish may fall back to poll).
   Notify notify_mode() const;
   Stats stats() const;
+
+  // The state of one name in one atomic script call; lists at most
+  // `max_waiters` waiters from the head (waiter_count has them all).
+  QueueState inspect(const std::string& name, std::size_t max_waiters = 1000);
+  // Names with holders or waiters whose name matches a Redis glob pattern
+  // (found with SCAN, never KEYS).
+  std::vector<NameSummary> list(const std::string& pattern = "*");
+  // Operator's tool: removes a holder or waiter by its token (as shown by
+  // inspect); the next waiter is granted and woken.
+  Evicted evict(const std::string& name, const std::string& token);
 
   // Internal: used by FairLock and FairSemaphore.
   const std::shared_ptr<detail::ClientImpl>& impl() const { return impl_; }

@@ -47,6 +47,10 @@ struct LockOptions {
   bool auto_renew = true;
   // Called (from the heartbeat thread) when a held grant is found lost.
   std::function<void()> on_lost;
+  // Called while waiting, whenever this waiter's place in the queue changes
+  // (0 = next in line); learned from replies the wait makes anyway, so it
+  // costs no extra round trip. Called from the waiting or heartbeat thread.
+  std::function<void(std::size_t position)> on_position;
   // unlock() of a lost grant throws LockLost. Under std::lock_guard /
   // std::unique_lock, whose destructors are noexcept, that would terminate
   // the program; so unlock() does not throw while the stack is unwinding,

@@ -1,0 +1,27 @@
+-- evict: the operator's way to remove a wedged holder or waiter by member.
+-- The freed permit goes to the next live waiter in the same step.
+--
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- ARGV: 1 member    "<m><cid>:<token>" as shown by inspect
+--       2 permits   integer >= 1 (used only if the name lost its stored value)
+-- Returns: 1 a holder was removed; 2 a waiter was removed; 0 not found
+-- Errors: "FLBADARG <text>"
+local member, err = member_arg(1)
+if not member then return err end
+local permits
+permits, err = int_arg(2, 1, 1000000, 'permits')
+if not permits then return err end
+
+local now = now_ms()
+local result = 0
+if redis.call('ZREM', H, member) == 1 then
+  redis.call('HDEL', G, member)
+  result = 1
+elseif redis.call('ZREM', Q, member) == 1 then
+  redis.call('ZREM', W, member)
+  result = 2
+end
+prune(now)
+fill(now, stored_permits(permits))
+cleanup()
+return result

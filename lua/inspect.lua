@@ -1,0 +1,46 @@
+-- inspect: the state of one name, read in one atomic step. Changes nothing.
+--
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- ARGV: 1 limit   how many waiters to list, from the head (0 .. 100000)
+-- Returns: {now_ms, permits, last_ticket, holder_count, waiter_count,
+--           holders, waiters}
+--   permits      the stored permit count, or 0 when the name is idle
+--   last_ticket  the fence counter (0 if never used)
+--   holders      flat array, 4 per holder, earliest deadline first:
+--                member, fence, held_ms, lease_left_ms
+--   waiters      flat array, 4 per listed waiter, in queue order:
+--                member, ticket, waited_ms, liveness_left_ms
+--   A *_left_ms <= 0 marks an expired entry that no call has pruned yet.
+--   waited_ms comes from the ticket's arrival stamp (see lib.lua).
+-- Errors: "FLBADARG <text>"
+local limit, err = int_arg(1, 0, 100000, 'limit')
+if not limit then return err end
+local now = now_ms()
+
+local holders = {}
+local h = redis.call('ZRANGE', H, 0, -1, 'WITHSCORES')
+for i = 1, #h, 2 do
+  local member, deadline = h[i], tonumber(h[i + 1])
+  local v = redis.call('HGET', G, member) or ''
+  local fence, since = string.match(v, '^(%d+):(%d+)$')
+  holders[#holders + 1] = member
+  holders[#holders + 1] = tonumber(fence) or 0
+  holders[#holders + 1] = since and (now - tonumber(since)) or -1
+  holders[#holders + 1] = deadline - now
+end
+
+local waiters = {}
+if limit > 0 then
+  local q = redis.call('ZRANGE', Q, 0, limit - 1, 'WITHSCORES')
+  for i = 1, #q, 2 do
+    local member, ticket = q[i], tonumber(q[i + 1])
+    local deadline = tonumber(redis.call('ZSCORE', W, member)) or now
+    waiters[#waiters + 1] = member
+    waiters[#waiters + 1] = ticket
+    waiters[#waiters + 1] = math.max(0, now - math.floor(ticket / 1000))
+    waiters[#waiters + 1] = deadline - now
+  end
+end
+
+return {now, tonumber(redis.call('HGET', G, 'permits')) or 0, tonumber(redis.call('GET', SEQ)) or 0,
+        redis.call('ZCARD', H), redis.call('ZCARD', Q), holders, waiters}

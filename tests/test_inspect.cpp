@@ -1,0 +1,177 @@
+// Queue inspection, listing, eviction and the position callback.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "test_util.h"
+
+namespace fairlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Inspect, ReportsHoldersAndWaitersInOrder) {
+  Client client(opts_for(server()));
+  std::string name = unique_name("inspect");
+  FairSemaphore h1(client, name, 2), h2(client, name, 2);
+  h1.lock();
+  h2.lock();
+  std::vector<std::unique_ptr<FairSemaphore>> ws;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 3; ++i) {
+    ws.push_back(std::make_unique<FairSemaphore>(client, name, 2));
+    ts.emplace_back([&, i] { ws[i]->lock(); });
+    ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == i + 1; }));
+  }
+  QueueState st = client.inspect(name);
+  EXPECT_EQ(st.name, name);
+  EXPECT_EQ(st.permits, 2u);
+  EXPECT_EQ(st.holder_count, 2u);
+  EXPECT_EQ(st.waiter_count, 3u);
+  ASSERT_EQ(st.holders.size(), 2u);
+  ASSERT_EQ(st.waiters.size(), 3u);
+  std::set<std::uint64_t> fences{st.holders[0].fence, st.holders[1].fence};
+  EXPECT_EQ(fences, (std::set<std::uint64_t>{h1.fence(), h2.fence()}));
+  for (const auto& h : st.holders) {
+    EXPECT_GE(h.held.count(), 0);
+    EXPECT_GT(h.lease_left.count(), 0);
+    EXPECT_LE(h.lease_left, LockOptions().lease);
+  }
+  for (std::size_t i = 0; i < st.waiters.size(); ++i) {
+    EXPECT_EQ(st.waiters[i].position, i);
+    EXPECT_GT(st.waiters[i].liveness_left.count(), 0);
+    EXPECT_GE(st.waiters[i].waited.count(), 0);
+    if (i) EXPECT_GT(st.waiters[i].ticket, st.waiters[i - 1].ticket);
+  }
+  EXPECT_GE(st.last_fence, st.waiters.back().ticket);
+  QueueState two = client.inspect(name, 2);
+  EXPECT_EQ(two.waiters.size(), 2u);
+  EXPECT_EQ(two.waiter_count, 3u);
+  h1.unlock();
+  h2.unlock();
+  ts[0].join();
+  ts[1].join();
+  ws[0]->unlock();
+  ts[2].join();
+  ws[1]->unlock();
+  ws[2]->unlock();
+  QueueState idle = client.inspect(name);
+  EXPECT_EQ(idle.permits, 0u);
+  EXPECT_EQ(idle.holder_count + idle.waiter_count, 0u);
+  EXPECT_GT(idle.last_fence, 0u);
+}
+
+TEST(Inspect, ListFindsActiveNamesWithCounts) {
+  Options o = opts_for(server());
+  o.key_prefix = "list-test*[x]";  // glob characters in the prefix are escaped
+  Client client(o);
+  std::string a = unique_name("listed-a"), b = unique_name("listed-b"), idle = unique_name("listed-idle");
+  FairLock la(client, a), lb(client, b), lb2(client, b), li(client, idle);
+  la.lock();
+  lb.lock();
+  li.lock();
+  li.unlock();
+  std::thread t([&] { lb2.lock(); });
+  ASSERT_TRUE(eventually([&] { return std::stoll(server().cmd({"ZCARD", key(b, "q", o.key_prefix)})) == 1; }));
+  auto names = client.list();
+  std::map<std::string, NameSummary> by;
+  for (auto& n : names) by[n.name] = n;
+  ASSERT_TRUE(by.count(a));
+  ASSERT_TRUE(by.count(b));
+  EXPECT_FALSE(by.count(idle));
+  EXPECT_EQ(by[a].holders, 1u);
+  EXPECT_EQ(by[a].waiters, 0u);
+  EXPECT_EQ(by[b].holders, 1u);
+  EXPECT_EQ(by[b].waiters, 1u);
+  auto only_b = client.list("listed-b*");
+  ASSERT_EQ(only_b.size(), 1u);
+  EXPECT_EQ(only_b[0].name, b);
+  lb.unlock();
+  t.join();
+  lb2.unlock();
+  la.unlock();
+}
+
+TEST(Inspect, EvictUnwedgesAQueue) {
+  Client client(opts_for(server()));
+  std::string name = unique_name("evict");
+  LockOptions forever;
+  forever.lease = std::chrono::hours(1);
+  FairLock wedged(client, name, forever), next(client, name);
+  wedged.lock();
+  std::thread t([&] { next.lock(); });
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  QueueState st = client.inspect(name);
+  ASSERT_EQ(st.holders.size(), 1u);
+  EXPECT_EQ(client.evict(name, st.holders[0].token), Evicted::holder);
+  t.join();  // the next waiter was granted and woken
+  EXPECT_TRUE(next.owns_lock());
+  EXPECT_EQ(client.evict(name, st.holders[0].token), Evicted::none);
+  EXPECT_TRUE(eventually([&] { return !wedged.owns_lock(); }));  // the heartbeat finds it gone
+  next.unlock();
+}
+
+TEST(Inspect, EvictRemovesAWaiter) {
+  Client client(opts_for(server()));
+  std::string name = unique_name("evict-waiter");
+  FairLock holder(client, name), waiter(client, name);
+  holder.lock();
+  std::atomic<bool> got{false};
+  std::thread t([&] { got = waiter.try_lock_for(30s); });
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  QueueState st = client.inspect(name);
+  ASSERT_EQ(st.waiters.size(), 1u);
+  EXPECT_EQ(client.evict(name, st.waiters[0].token), Evicted::waiter);
+  EXPECT_EQ(zcard(server(), name, "q") + zcard(server(), name, "w"), 0);
+  // The evicted waiter's process notices at its next heartbeat and re-queues.
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  holder.unlock();
+  t.join();
+  EXPECT_TRUE(got.load());
+  waiter.unlock();
+}
+
+TEST(Inspect, BadArgumentsAreRefused) {
+  Client client(opts_for(server()));
+  EXPECT_THROW(client.inspect(""), std::invalid_argument);
+  EXPECT_THROW(client.inspect("a{b}"), std::invalid_argument);
+  EXPECT_THROW(client.evict("x", "not-a-token"), ServerError);
+}
+
+TEST(Position, WaiterSeesItsPlaceChange) {
+  Client client(opts_for(server()));
+  std::string name = unique_name("position");
+  FairLock holder(client, name), first(client, name);
+  holder.lock();
+  std::thread t1([&] { first.lock(); });
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  std::mutex mu;
+  std::vector<std::size_t> seen;
+  LockOptions lo;
+  lo.on_position = [&](std::size_t p) {
+    std::lock_guard<std::mutex> lk(mu);
+    seen.push_back(p);
+  };
+  FairLock second(client, name, lo);
+  std::thread t2([&] { second.lock(); });
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard<std::mutex> lk(mu);
+    return seen == std::vector<std::size_t>{1};
+  }));
+  holder.unlock();
+  t1.join();
+  // Now second in line moved to the head: reported from the heartbeat's reply.
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard<std::mutex> lk(mu);
+    return seen == std::vector<std::size_t>{1, 0};
+  }));
+  first.unlock();
+  t2.join();
+  second.unlock();
+}
+
+}  // namespace
+}  // namespace fairlock::test
