@@ -15,16 +15,19 @@ namespace fairlock::test {
 
 class Child {
  public:
-  explicit Child(const std::vector<std::string>& args) {
+  // Runs the test helper with `args`.
+  explicit Child(const std::vector<std::string>& args) : Child(helper_path(), args) {}
+  // Runs `path` with `args`; stdout (and stderr if `merge_stderr`) captured.
+  Child(const std::string& path, const std::vector<std::string>& args, bool merge_stderr = false) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe");
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(fds[1], 1);
+      if (merge_stderr) ::dup2(fds[1], 2);
       ::close(fds[0]);
       ::close(fds[1]);
       std::vector<char*> argv;
-      std::string path = helper_path();
       argv.push_back(const_cast<char*>(path.c_str()));
       for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
@@ -60,6 +63,22 @@ class Child {
       if (n <= 0) return "";
       buf_.append(tmp, static_cast<size_t>(n));
     }
+  }
+  // Everything the child writes until it closes its output.
+  std::string rest(std::chrono::milliseconds limit = std::chrono::milliseconds(30000)) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char tmp[4096];
+      ssize_t n = ::read(fd_, tmp, sizeof tmp);
+      if (n <= 0) break;
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+    std::string out;
+    out.swap(buf_);
+    return out;
   }
   void kill(int sig = SIGKILL) { ::kill(pid_, sig); }
   int wait() {
