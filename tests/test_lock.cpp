@@ -1,7 +1,13 @@
 // FairLock / FairSemaphore through the public API, with threads.
 #include <gtest/gtest.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <atomic>
+#include <cstdlib>
+#include <set>
+#include <sstream>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -431,6 +437,97 @@ TEST(Transport, OnlyTheGranteeIsWoken) {
   // Five handoffs, five wakes, no timer or spurious wake-ups.
   EXPECT_EQ(after.wakes_signal - before.wakes_signal, 5u);
   EXPECT_EQ(after.wakes_timer - before.wakes_timer, 0u);
+}
+
+}  // namespace
+}  // namespace fairlock::test
+
+namespace fairlock::test {
+namespace {
+
+long long evalsha_calls(const RedisServer& s) {
+  std::string info = s.cmd({"INFO", "commandstats"});
+  auto at = info.find("cmdstat_evalsha:calls=");
+  if (at == std::string::npos) return 0;
+  return std::stoll(info.substr(at + 22));
+}
+
+TEST(Heartbeat, OneBatchedCallPerNamePerRoundWhateverTheWaiters) {
+  RedisServer own;
+  Client holders(opts_for(own)), waiters(opts_for(own));
+  std::vector<std::string> names = {unique_name("hb-a"), unique_name("hb-b"), unique_name("hb-c")};
+  std::vector<std::unique_ptr<FairLock>> held, queued;
+  std::vector<std::thread> threads;
+  for (const auto& n : names) {
+    held.push_back(std::make_unique<FairLock>(holders, n));
+    held.back()->lock();
+  }
+  for (int i = 0; i < 30; ++i) {
+    queued.push_back(std::make_unique<FairLock>(waiters, names[i % 3]));
+    threads.emplace_back([&, i] {
+      try {
+        queued[i]->lock();
+        queued[i]->unlock();
+      } catch (const Cancelled&) {
+      }
+    });
+  }
+  ASSERT_TRUE(eventually([&] {
+    return zcard(own, names[0], "q") == 10 && zcard(own, names[1], "q") == 10 && zcard(own, names[2], "q") == 10;
+  }));
+  auto rounds = [&] { return holders.stats().heartbeats + waiters.stats().heartbeats; };
+  auto r0 = rounds();
+  long long c0 = evalsha_calls(own);
+  ASSERT_TRUE(eventually([&] { return rounds() >= r0 + 8; }));
+  long long c1 = evalsha_calls(own);
+  auto r1 = rounds();
+  // Each round of either client is one pipelined batch: one heartbeat call per
+  // name, not one per waiter (30 waiters would make 10x more calls).
+  long long calls = c1 - c0, expected = 3 * static_cast<long long>(r1 - r0);
+  EXPECT_LE(std::llabs(calls - expected), 6) << calls << " calls for " << (r1 - r0) << " rounds";
+  for (auto& q : queued) q->cancel();
+  for (auto& t : threads) t.join();
+  for (auto& h : held) h->unlock();
+}
+
+TEST(Logging, UsesTheInjectedLoggerAndNeverTheRegistry) {
+  auto sink = std::make_shared<std::ostringstream>();
+  auto logger = std::make_shared<spdlog::logger>(
+      "mine", std::make_shared<spdlog::sinks::ostream_sink_mt>(*sink));
+  logger->set_level(spdlog::level::debug);
+  {
+    RedisServer plain;
+    Options o = opts_for(plain, Notify::keyspace);  // flags missing: logs a warning and polls
+    o.logger = logger;
+    Client client(o);
+    EXPECT_EQ(client.notify_mode(), Notify::poll);
+  }
+  logger->flush();
+  EXPECT_NE(sink->str().find("falling back to polling"), std::string::npos) << sink->str();
+  EXPECT_NE(sink->str().find("started"), std::string::npos);
+  EXPECT_EQ(spdlog::get("fairlock"), nullptr);  // the silent default is not registered either
+  Client silent(opts_for(server()));
+  EXPECT_EQ(spdlog::get("fairlock"), nullptr);
+}
+
+TEST(Tokens, AreFreshRandom128BitHexPerClaim) {
+  Client client(opts_for(server()));
+  std::string name = unique_name("tokens");
+  FairLock lock(client, name);
+  std::set<std::string> seen;
+  for (int i = 0; i < 20; ++i) {
+    lock.lock();
+    auto st = client.inspect(name);
+    ASSERT_EQ(st.holders.size(), 1u);
+    const std::string& t = st.holders[0].token;
+    ASSERT_EQ(t.size(), 1 + 16 + 1 + 32u) << t;
+    EXPECT_EQ(t[0], 'p');
+    EXPECT_EQ(t.substr(1, 16), client.id());
+    EXPECT_EQ(t.find_first_not_of("0123456789abcdef", 18), std::string::npos);
+    seen.insert(t.substr(18));
+    lock.unlock();
+  }
+  EXPECT_EQ(seen.size(), 20u);
 }
 
 }  // namespace
