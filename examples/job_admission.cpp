@@ -31,15 +31,23 @@ int main(int argc, char** argv) {
   std::mutex out;
   std::atomic<int> running{0}, max_running{0};
   std::vector<std::uint64_t> fence(jobs);
+  std::vector<std::atomic<bool>> in_line(jobs);  // queued (or admitted): its arrival is fixed
   std::vector<std::thread> threads;
   for (int j = 0; j < jobs; ++j) {
     threads.emplace_back([&, j] {
-      fairlock::FairSemaphore slot(client, name, static_cast<std::uint32_t>(slots));
+      fairlock::LockOptions lo;
+      lo.on_position = [&, j](std::size_t place) {  // called once the job is in the queue
+        in_line[j] = true;
+        std::lock_guard<std::mutex> lk(out);
+        std::printf("%7.1f ms  job %2d queued     (place %zu)\n", ms(), j + 1, place + 1);
+      };
+      fairlock::FairSemaphore slot(client, name, static_cast<std::uint32_t>(slots), lo);
       {
         std::lock_guard<std::mutex> lk(out);
         std::printf("%7.1f ms  job %2d arrives\n", ms(), j + 1);
       }
       std::lock_guard<fairlock::FairSemaphore> admitted(slot);  // FIFO, at most `slots`
+      in_line[j] = true;
       int now = ++running;
       for (int m = max_running; now > m && !max_running.compare_exchange_weak(m, now);) {
       }
@@ -53,7 +61,8 @@ int main(int argc, char** argv) {
       std::lock_guard<std::mutex> lk(out);
       std::printf("%7.1f ms  job %2d done\n", ms(), j + 1);
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // staggered arrivals
+    // The next job arrives once this one is in line (bounded wait).
+    for (int i = 0; i < 5000 && !in_line[j]; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   for (auto& t : threads) t.join();
   bool in_order = true;

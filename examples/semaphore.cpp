@@ -2,6 +2,7 @@
 // arrival order; a timed wait that gives up cleanly; cancelling a wait.
 #include <fairlock/fairlock.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -26,7 +27,10 @@ int main() {
   fairlock::LockOptions lo;
   lo.lease = std::chrono::seconds(30);
   lo.on_lost = [] { std::cerr << "lease lost: stop writing\n"; };
-  fairlock::FairLock holder(client, "orders:43", lo), waiter(client, "orders:43", lo);
+  fairlock::FairLock holder(client, "orders:43", lo);
+  std::atomic<bool> queued{false};
+  lo.on_position = [&](std::size_t place) { queued = place == 0; };  // "you are next"
+  fairlock::FairLock waiter(client, "orders:43", lo);
   holder.lock();
   std::thread t([&] {
     try {
@@ -35,7 +39,7 @@ int main() {
       std::cout << "wait cancelled\n";
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!queued) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   waiter.cancel();
   t.join();
   holder.unlock();

@@ -33,8 +33,11 @@ local now = now_ms()
 prune(now)
 cleanup()  -- a name left with only expired entries is idle again
 local stored = redis.call('HGET', G, 'permits')
-if stored and tonumber(stored) ~= permits then
-  fill(now, tonumber(stored) or permits)  -- what prune freed is still handed on
+if stored and not tonumber(stored) then
+  redis.call('HSET', G, 'permits', permits)  -- garbage (tampered): repair
+elseif stored and tonumber(stored) ~= permits then
+  fill(now, tonumber(stored))  -- what prune freed is still handed on
+  cleanup(now)
   return fail('PERMITS', tostring(stored))
 end
 fill(now, permits)
@@ -42,6 +45,7 @@ fill(now, permits)
 local fence = holder_fence(member, now)
 if fence then
   redis.call('ZADD', H, now + lease, member)
+  cleanup(now)
   return {1, fence}
 end
 
@@ -54,6 +58,7 @@ end
 local ticket = live_score(W, member, now) and redis.call('ZSCORE', Q, member)
 if ticket then
   redis.call('ZADD', W, now + liveness, member)
+  cleanup(now)
   return {0, tonumber(ticket), redis.call('ZRANK', Q, member), earliest_holder()}
 end
 
@@ -61,7 +66,7 @@ end
 -- (If fill stopped at its skip bound, stale heads remain: still no barging.)
 local free = redis.call('ZCARD', H) < permits and redis.call('ZCARD', Q) == 0
 if mode == 't' and not free then
-  cleanup()
+  cleanup(now)
   return {-1}
 end
 
@@ -70,8 +75,10 @@ redis.call('HSET', G, 'permits', permits)
 if free then
   redis.call('ZADD', H, now + lease, member)
   redis.call('HSET', G, member, string.format('%d:%d', t, now))
+  cleanup(now)
   return {1, t}
 end
 redis.call('ZADD', Q, t, member)
 redis.call('ZADD', W, now + liveness, member)
+cleanup(now)
 return {0, t, redis.call('ZRANK', Q, member), earliest_holder()}

@@ -35,11 +35,13 @@ local out = {}
 for i = 3, #ARGV, 2 do
   local member = ARGV[i]
   local lease = tonumber(ARGV[i + 1])
-  if live_score(W, member, now) then
+  local rank = live_score(W, member, now) and redis.call('ZRANK', Q, member)
+  if rank then
     redis.call('ZADD', W, now + liveness, member)
     out[#out + 1] = 1
-    out[#out + 1] = redis.call('ZRANK', Q, member)
+    out[#out + 1] = rank
   else
+    redis.call('ZREM', W, member)  -- in w without q (tampered): gone
     local fence = holder_fence(member, now)
     if fence then
       redis.call('ZADD', H, now + lease, member)
@@ -51,5 +53,5 @@ for i = 3, #ARGV, 2 do
     end
   end
 end
-cleanup()
+cleanup(now)
 return out

@@ -10,6 +10,8 @@
 --   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
 --   KEYS[4] P:{N}:g    HASH  "permits" -> N, holder member -> "<fence>:<granted ms>"
 --   KEYS[5] P:{N}:seq  STRING the last ticket issued (never deleted)
+-- While a name is busy, q/w/h/g expire one second after the last deadline
+-- they hold (see cleanup); when it goes idle they are deleted.
 -- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
 -- and floor(ticket / 1000) is the arrival time in ms (exact unless more than
 -- 1000 arrivals share a millisecond or the server clock stepped back).
@@ -141,9 +143,22 @@ local function next_ticket(now)
   return t
 end
 
--- When nobody holds or waits, drop everything but the counter.
-local function cleanup()
+-- When nobody holds or waits, drop everything but the counter. Otherwise,
+-- given `now`, let the keys expire a second after the last deadline they
+-- hold, so a name whose processes all crashed vanishes by itself even if no
+-- script runs on it again.
+local function cleanup(now)
   if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
     redis.call('DEL', G, W)
+    return
   end
+  if not now then return end
+  local last = now
+  for _, key in ipairs({H, W}) do
+    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local d = tonumber(e[2])
+    if d and d > last then last = d end  -- NaN never compares greater
+  end
+  local ttl = string.format('%d', math.min(last - now, 2147483647 - 1000) + 1000)
+  for _, key in ipairs({Q, W, H, G}) do redis.call('PEXPIRE', key, ttl) end
 end

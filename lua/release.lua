@@ -22,5 +22,5 @@ if holder_fence(member, now) then  -- a grant past its deadline is not released,
 end
 prune(now)
 fill(now, stored_permits(permits))
-cleanup()
+cleanup(now)
 return released

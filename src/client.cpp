@@ -126,6 +126,9 @@ ClientImpl::ClientImpl(Options o)
       id_(random_hex(8)),
       mode_(opts_.notify) {
   pool_ = std::make_unique<Pool>(parse_url(opts_.url), opts_, counters, *log_);
+  Options one = opts_;
+  one.pool_size = 1;  // the heartbeat's own connection: busy commands never delay it
+  hb_pool_ = std::make_unique<Pool>(parse_url(opts_.url), one, counters, *log_);
   wake_channel_ = opts_.key_prefix + ":wake:" + id_;
 }
 
@@ -232,9 +235,12 @@ void ClientImpl::shutdown() noexcept {
       sub_cv_.notify_all();
     }
   }
+  // Called from a callback on one of our own threads: that thread ends by
+  // itself once it returns; joining it here would deadlock.
   std::lock_guard<std::mutex> lk(join_mu_);
-  if (hb_thread_.joinable()) hb_thread_.join();
-  if (sub_thread_.joinable()) sub_thread_.join();
+  for (std::thread* t : {&hb_thread_, &sub_thread_}) {
+    if (t->joinable() && t->get_id() != std::this_thread::get_id()) t->join();
+  }
 }
 
 std::vector<NameSummary> ClientImpl::list(const std::string& pattern) {
@@ -292,8 +298,9 @@ void ClientImpl::enlist(const std::string& member, const std::shared_ptr<Partici
     members_[member] = p;
   }
   long long seen = min_lease_ms_.load();
+  while (lease.count() < seen && !min_lease_ms_.compare_exchange_weak(seen, lease.count())) {
+  }
   if (lease.count() < seen) {
-    min_lease_ms_.store(lease.count());
     std::lock_guard<std::mutex> lk(hb_mu_);
     hb_poke_ = true;
     hb_cv_.notify_all();
@@ -350,7 +357,7 @@ void ClientImpl::heartbeat_loop() {
 
 void ClientImpl::beat() {
   struct Group {
-    std::vector<std::pair<std::shared_ptr<Participant>, std::string>> members;
+    std::vector<std::pair<std::shared_ptr<Participant>, Participant::Beat>> members;
     std::size_t call = 0;
   };
   std::map<std::string, Group> groups;
@@ -368,12 +375,12 @@ void ClientImpl::beat() {
     auto& args = calls[it->second.call].args;
     args.push_back(item->member);
     args.push_back(std::to_string(item->lease_ms));
-    it->second.members.emplace_back(p, std::move(item->member));
+    it->second.members.emplace_back(p, std::move(*item));
   }
   if (calls.empty()) return;
   const auto sent_at = steady_clock::now();
   // One pipelined round trip for every name this process waits on or holds.
-  auto replies = pool_->with([&](Connection& c) { return run_scripts(c, calls, counters.script_reloads); });
+  auto replies = hb_pool_->with([&](Connection& c) { return run_scripts(c, calls, counters.script_reloads); });
   counters.heartbeats.fetch_add(1, std::memory_order_relaxed);
   for (auto& [name, group] : groups) {
     const redisReply& r = *replies[group.call];

@@ -115,6 +115,7 @@ class ClientImpl {
   std::string id_;
   Notify mode_;
   std::unique_ptr<Pool> pool_;
+  std::unique_ptr<Pool> hb_pool_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> signals_ok_{false};
   std::string wake_channel_;

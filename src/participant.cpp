@@ -16,6 +16,7 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 namespace {
+constexpr const char* kShutDown = "the client was shut down";
 constexpr std::uint32_t kMaxPermits = 1000000;
 constexpr long long kMaxMillis = 2147483647;
 }  // namespace
@@ -97,11 +98,15 @@ std::chrono::steady_clock::duration Participant::poll_interval() const {
 
 bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
   client_->check_running();
-  std::string member;
+  // Keep ourselves alive for the whole wait: the owning object may be
+  // destroyed or moved from another thread, which cancels this wait.
+  const auto self = shared_from_this();
+  std::string member, stale;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ == State::held) throw std::logic_error("fairlock: " + name_ + " is already held by this object");
     if (state_ == State::waiting) throw std::logic_error("fairlock: " + name_ + " is already waiting in another thread");
+    if (state_ == State::lost) stale = member_;  // known lost, but it may linger in Redis
     member_ = client_->new_member();
     member = member_;
     state_ = State::waiting;
@@ -111,7 +116,15 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
     signalled_ = kicked_ = cancelled_ = lease_confirmed_ = false;
     lost_reason_.clear();
   }
-  client_->enlist(member, shared_from_this(), opts_.lease);
+  if (!stale.empty()) {
+    client_->delist(stale);
+    try {
+      client_->run(Script::release, keys_, {stale, std::to_string(permits_)});
+    } catch (const std::exception& e) {
+      client_->log().debug("fairlock: release of a lost grant of {} failed: {}", name_, e.what());
+    }
+  }
+  client_->enlist(member, self, opts_.lease);
   const bool watched = queue && client_->mode() == Notify::keyspace && client_->watch(name_);
   struct Unwatch {
     ClientImpl* c;
@@ -121,129 +134,137 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
       if (on) c->unwatch(*name);
     }
   } unwatch{client_.get(), &name_, watched};
-  auto give_up = [&] {
+
+  // Every way out either holds the grant or has left: `settled` marks that.
+  bool settled = false;
+  auto give_up = [&](bool leave) {
+    settled = true;
     {
       std::lock_guard<std::mutex> lk(mu_);
       state_ = State::idle;
     }
     client_->delist(member);
+    if (leave) leave_queue(member, true);
   };
-
-  SteadyTime sent{};
-  Reply r;
-  bool fresh = true;  // r holds a reply not yet acted on
   try {
-    r = call_acquire(member, queue, sent);
-  } catch (const Error&) {
-    give_up();
-    leave_queue(member, true);  // the reply may have been lost after the script ran
-    throw;
-  }
-  SteadyTime last_ok = sent;
-  SteadyTime expiry_at{};
-  milliseconds backoff(20);
-  const milliseconds liveness = client_->options().liveness_ttl;
-  bool counted_wait = false;
+    SteadyTime sent{};
+    // The first reply may be lost after the script ran: the catch below leaves.
+    Reply r = call_acquire(member, queue, sent);
+    bool fresh = true;  // r holds a reply not yet acted on
+    SteadyTime last_ok = sent;
+    SteadyTime expiry_at{};
+    milliseconds backoff(20);
+    const milliseconds liveness = client_->options().liveness_ttl;
+    bool counted_wait = false;
+    bool retry_now = false;
 
-  for (;;) {
-    std::unique_lock<std::mutex> lk(mu_);
-    if (fresh) {
-      fresh = false;
-      if (r.status == 1) {
-        lease_confirmed_ = true;
-        return finish_granted(lk, r.value, sent + opts_.lease);
-      }
-      if (r.status == -1) {
-        lk.unlock();
-        give_up();
-        return false;
-      }
-      if (!counted_wait) {
-        counted_wait = true;
-        client_->counters.waits.fetch_add(1, std::memory_order_relaxed);
-      }
-      ticket_ = r.value;
-      const bool moved = position_ != r.position;
-      position_ = r.position;
-      next_expiry_ms_ = r.next_ms;
-      expiry_at = sent + milliseconds(std::max(0LL, r.next_ms) + 2);
-      refreshed_at_ = sent;
-      last_ok = sent;
-      kicked_ = false;
-      if (moved && opts_.on_position) {
-        lk.unlock();
-        report_position(r.position);
-        lk.lock();
-      }
-    }
-    // Sleep until signalled, kicked, cancelled, or a bounded timer.
-    bool timer = false;
     for (;;) {
-      if (signalled_) {
-        // The grant was handed to us (PUBLISH or heartbeat): no round trip.
-        return finish_granted(lk, signal_fence_, lease_confirmed_ ? valid_until_ : refreshed_at_ + liveness);
-      }
-      if (cancelled_ || client_->stopped()) {
-        state_ = State::idle;
-        lk.unlock();
-        client_->delist(member);
-        client_->counters.cancels.fetch_add(1, std::memory_order_relaxed);
-        leave_queue(member, true);
-        throw Cancelled("fairlock: wait for " + name_ + " cancelled");
-      }
-      auto now = steady_clock::now();
-      if (deadline && now >= *deadline) {
-        lk.unlock();
-        SteadyTime cancel_sent = steady_clock::now();
-        ReplyPtr c;
-        try {
-          c = client_->run(Script::cancel, keys_, {member, std::to_string(permits_)});
-        } catch (const Error&) {
-          give_up();
-          throw;
+      std::unique_lock<std::mutex> lk(mu_);
+      if (fresh) {
+        fresh = false;
+        if (r.status == 1) {
+          lease_confirmed_ = true;
+          settled = true;
+          return finish_granted(lk, r.value, sent + opts_.lease);
         }
-        if (reply_integer(reply_at(*c, 0)) == 2) {
-          // Granted by a handoff while we were giving up: keep it.
+        if (r.status == -1) {
+          lk.unlock();
+          give_up(false);
+          return false;
+        }
+        if (!counted_wait) {
+          counted_wait = true;
+          client_->counters.waits.fetch_add(1, std::memory_order_relaxed);
+        }
+        ticket_ = r.value;
+        const bool moved = position_ != r.position;
+        position_ = r.position;
+        next_expiry_ms_ = r.next_ms;
+        expiry_at = sent + milliseconds(std::max(0LL, r.next_ms) + 2);
+        refreshed_at_ = std::max(refreshed_at_, sent);
+        last_ok = sent;
+        kicked_ = false;
+        if (moved && opts_.on_position) {
+          lk.unlock();
+          report_position(r.position);
           lk.lock();
-          return finish_granted(lk, static_cast<std::uint64_t>(reply_integer(reply_at(*c, 1))),
-                                std::min(cancel_sent, refreshed_at_) + liveness);
         }
-        give_up();
-        client_->counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-        return false;
       }
-      if (kicked_ || timer) break;
-      SteadyTime next = deadline ? *deadline : now + std::chrono::hours(24);
-      const bool signals = client_->signals_ok() &&
-                           (client_->mode() == Notify::publish || (client_->mode() == Notify::keyspace && watched));
-      next = std::min(next, now + (signals ? steady_clock::duration(liveness) : poll_interval()));
-      if (position_ >= 0 && position_ < static_cast<long long>(permits_) && next_expiry_ms_ >= 0) {
-        next = std::min(next, std::max(expiry_at, now + milliseconds(1)));  // a lease may run out
+      // Sleep until signalled, kicked, cancelled, or a bounded timer.
+      bool timer = false;
+      for (;;) {
+        auto now = steady_clock::now();
+        if (signalled_) {
+          signalled_ = false;
+          const SteadyTime valid = lease_confirmed_ ? valid_until_ : refreshed_at_ + liveness;
+          if (signal_fence_ != ticket_) {
+            lease_confirmed_ = false;  // a grant of an earlier place we no longer hold: ignore
+          } else if (valid <= now) {
+            lease_confirmed_ = false;
+            kicked_ = true;  // too late to trust it blindly: ask Redis
+          } else {
+            // The grant was handed to us (PUBLISH or heartbeat): no round trip.
+            settled = true;
+            return finish_granted(lk, signal_fence_, valid);
+          }
+        }
+        if (cancelled_ || client_->stopped()) {
+          lk.unlock();
+          client_->counters.cancels.fetch_add(1, std::memory_order_relaxed);
+          give_up(true);
+          throw Cancelled("fairlock: wait for " + name_ + " cancelled");
+        }
+        if (deadline && now >= *deadline) {
+          lk.unlock();
+          ReplyPtr c = client_->run(Script::cancel, keys_, {member, std::to_string(permits_)});
+          if (reply_integer(reply_at(*c, 0)) == 2) {
+            // Granted by a handoff while we were giving up: keep it.
+            auto fence = static_cast<std::uint64_t>(reply_integer(reply_at(*c, 1)));
+            lk.lock();
+            settled = true;
+            return finish_granted(lk, fence, refreshed_at_ + liveness);
+          }
+          give_up(false);
+          client_->counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+          return false;
+        }
+        if (kicked_ || timer || retry_now) break;
+        SteadyTime next = deadline ? *deadline : now + std::chrono::hours(24);
+        const bool signals = client_->signals_ok() &&
+                             (client_->mode() == Notify::publish || (client_->mode() == Notify::keyspace && watched));
+        next = std::min(next, now + (signals ? steady_clock::duration(liveness) : poll_interval()));
+        if (position_ >= 0 && position_ < static_cast<long long>(permits_) && next_expiry_ms_ >= 0) {
+          next = std::min(next, std::max(expiry_at, now + milliseconds(1)));  // a lease may run out
+        }
+        if (cv_.wait_until(lk, next) == std::cv_status::timeout && !signalled_ && !kicked_ && !cancelled_) {
+          timer = !(deadline && steady_clock::now() >= *deadline);
+        }
       }
-      if (cv_.wait_until(lk, next) == std::cv_status::timeout && !signalled_ && !kicked_ && !cancelled_) {
-        timer = !(deadline && steady_clock::now() >= *deadline);
-      }
-    }
-    if (timer) client_->counters.wakes_timer.fetch_add(1, std::memory_order_relaxed);
-    lk.unlock();
-    try {
-      r = call_acquire(member, true, sent);
-      fresh = true;
-      backoff = milliseconds(20);
-    } catch (const ServerError&) {
-      give_up();
-      throw;
-    } catch (const Error& e) {
-      // Connection trouble: retry until our entry would have expired anyway.
-      if (steady_clock::now() - last_ok > liveness || (deadline && steady_clock::now() >= *deadline)) {
-        give_up();
+      if (timer) client_->counters.wakes_timer.fetch_add(1, std::memory_order_relaxed);
+      retry_now = false;
+      const SteadyTime alive_since = std::max(last_ok, refreshed_at_);
+      lk.unlock();
+      try {
+        r = call_acquire(member, true, sent);
+        fresh = true;
+        backoff = milliseconds(20);
+      } catch (const ServerError&) {
         throw;
+      } catch (const Error& e) {
+        // Connection trouble: retry (after a backoff) until our entry would
+        // have expired anyway, or the deadline passes.
+        auto now = steady_clock::now();
+        if (now - alive_since > liveness || (deadline && now >= *deadline)) throw;
+        client_->log().debug("fairlock: acquire of {} failed, retrying: {}", name_, e.what());
+        std::unique_lock<std::mutex> w(mu_);
+        cv_.wait_for(w, backoff, [&] { return cancelled_ || client_->stopped(); });
+        backoff = std::min(backoff * 2, milliseconds(500));
+        retry_now = true;
       }
-      client_->log().debug("fairlock: acquire of {} failed, retrying: {}", name_, e.what());
-      std::unique_lock<std::mutex> w(mu_);
-      cv_.wait_for(w, backoff, [&] { return cancelled_ || client_->stopped(); });
-      backoff = std::min(backoff * 2, milliseconds(500));
     }
+  } catch (...) {
+    if (!settled) give_up(true);  // leave the queue (best effort) whatever went wrong
+    throw;
   }
 }
 
@@ -260,12 +281,21 @@ void Participant::release() {
     member = member_;
   }
   client_->delist(member);
+  // unlock() may run in a std::lock_guard destructor (noexcept): it throws
+  // only when allowed and no exception is already unwinding the stack.
+  const bool may_throw = opts_.throw_on_lost_unlock && std::uncaught_exceptions() == 0;
+  if (lost_why == kShutDown) return;  // Client::shutdown released it already
   long long released = 0;
   try {
     ReplyPtr r = client_->run(Script::release, keys_, {member, std::to_string(permits_)});
     released = reply_integer(*r);
-  } catch (const Error&) {
-    if (lost_why.empty()) throw;  // the grant runs out after its lease
+  } catch (const Error& e) {
+    if (lost_why.empty()) {
+      // The grant runs out with its lease; the next waiter gets it then.
+      if (may_throw) throw;
+      client_->log().warn("fairlock: release of {} failed (it expires with its lease): {}", name_, e.what());
+      return;
+    }
   }
   if (released == 1 && lost_why.empty()) return;
   if (lost_why.empty()) {
@@ -273,7 +303,7 @@ void Participant::release() {
     client_->counters.lost.fetch_add(1, std::memory_order_relaxed);
   }
   std::string msg = "fairlock: lock " + name_ + " lost: " + lost_why;
-  if (opts_.throw_on_lost_unlock && std::uncaught_exceptions() == 0) throw LockLost(msg);
+  if (may_throw) throw LockLost(msg);
   client_->log().warn("{}", msg);
 }
 
@@ -348,17 +378,18 @@ void Participant::mark_lost(std::unique_lock<std::mutex>& lk, const std::string&
 
 std::optional<Participant::Beat> Participant::beat_item(SteadyTime now) {
   std::unique_lock<std::mutex> lk(mu_);
-  if (state_ == State::waiting) return Beat{member_, opts_.lease.count()};
+  if (state_ == State::waiting) return Beat{member_, opts_.lease.count(), false};
   if (state_ != State::held) return std::nullopt;
   if (now >= valid_until_) {
     mark_lost(lk, "lease ran out before a renewal succeeded");
     return std::nullopt;
   }
-  if (opts_.auto_renew || !lease_confirmed_) return Beat{member_, opts_.lease.count()};
+  if (opts_.auto_renew || !lease_confirmed_) return Beat{member_, opts_.lease.count(), true};
   return std::nullopt;
 }
 
-void Participant::on_beat(const std::string& member, long long status, long long value, SteadyTime sent_at) {
+void Participant::on_beat(const Beat& beat, long long status, long long value, SteadyTime sent_at) {
+  const std::string& member = beat.member;
   std::unique_lock<std::mutex> lk(mu_);
   if (member != member_) return;
   if (state_ == State::waiting) {
@@ -386,7 +417,7 @@ void Participant::on_beat(const std::string& member, long long status, long long
     if (status == 2 && static_cast<std::uint64_t>(value) == fence_) {
       valid_until_ = std::max(valid_until_, sent_at + opts_.lease);
       lease_confirmed_ = true;
-    } else {
+    } else if (beat.holder) {  // a beat sent while we still waited says nothing about the grant
       mark_lost(lk, "the grant is gone from Redis (expired or evicted)");
     }
   }
@@ -423,7 +454,7 @@ std::optional<std::string> Participant::on_shutdown() {
     cv_.notify_all();
   } else if (state_ == State::held) {
     state_ = State::lost;
-    lost_reason_ = "the client was shut down";
+    lost_reason_ = kShutDown;
     return member_;
   }
   return std::nullopt;

@@ -40,12 +40,12 @@ class Participant : public std::enable_shared_from_this<Participant> {
   struct Beat {
     std::string member;
     long long lease_ms;
+    bool holder;  // collected while holding (not while waiting)
   };
   // What the next heartbeat should send for this participant, if anything.
   // Also notices a grant whose lease ran out locally (lost).
   std::optional<Beat> beat_item(SteadyTime now);
-  void on_beat(const std::string& member, long long status, long long value, SteadyTime sent_at);
-  void on_beat_failed(const std::string& member, const std::string& why);
+  void on_beat(const Beat& beat, long long status, long long value, SteadyTime sent_at);
   // PUBLISH wake: `member` was granted with `fence`. True if it woke a wait
   // (counted in wakes_signal).
   bool on_signal(const std::string& member, std::uint64_t fence);

@@ -44,7 +44,9 @@ TEST(Inspect, ReportsHoldersAndWaitersInOrder) {
     EXPECT_EQ(st.waiters[i].position, i);
     EXPECT_GT(st.waiters[i].liveness_left.count(), 0);
     EXPECT_GE(st.waiters[i].waited.count(), 0);
-    if (i) EXPECT_GT(st.waiters[i].ticket, st.waiters[i - 1].ticket);
+    if (i) {
+      EXPECT_GT(st.waiters[i].ticket, st.waiters[i - 1].ticket);
+    }
   }
   EXPECT_GE(st.last_fence, st.waiters.back().ticket);
   QueueState two = client.inspect(name, 2);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "child.h"
 #include "test_util.h"
 
 namespace fairlock::test {
@@ -528,6 +529,145 @@ TEST(Tokens, AreFreshRandom128BitHexPerClaim) {
     lock.unlock();
   }
   EXPECT_EQ(seen.size(), 20u);
+}
+
+}  // namespace
+}  // namespace fairlock::test
+
+namespace fairlock::test {
+namespace {
+
+TEST(Review, AWakeForAnotherTicketIsIgnored) {
+  Client client(opts_for(server()));
+  std::string name = unique_name("stale-wake");
+  FairLock holder(client, name), waiter(client, name);
+  holder.lock();
+  std::thread t([&] { waiter.lock(); });
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  auto st = client.inspect(name);
+  ASSERT_EQ(st.waiters.size(), 1u);
+  // A late wake for an earlier place in the queue (another ticket).
+  server().cmd({"PUBLISH", "fairlock:wake:" + client.id(),
+                st.waiters[0].token + " " + std::to_string(st.waiters[0].ticket - 1)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(waiter.owns_lock());
+  EXPECT_TRUE(holder.owns_lock());
+  holder.unlock();
+  t.join();
+  EXPECT_EQ(waiter.fence(), st.waiters[0].ticket);
+  waiter.unlock();
+}
+
+TEST(Review, NoFalseLossUnderChurnWithFrequentHeartbeats) {
+  // Heartbeats collected while a member waited must not be read, once it
+  // holds, as "the grant is gone".
+  Options o = opts_for(server());
+  o.liveness_ttl = std::chrono::milliseconds(30);  // a heartbeat every 10 ms
+  Client a(o), b(o);
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) names.push_back(unique_name("churn"));
+  std::atomic<int> thrown{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 16; ++i) {
+    ts.emplace_back([&, i] {
+      LockOptions lo;
+      lo.lease = std::chrono::seconds(20);
+      FairLock lock(i % 2 ? a : b, names[i % 4], lo);
+      for (int k = 0; k < 150; ++k) {
+        try {
+          lock.lock();
+          std::this_thread::sleep_for(std::chrono::microseconds(500));
+          lock.unlock();
+        } catch (const std::exception&) {
+          ++thrown;
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(thrown.load(), 0);
+  EXPECT_EQ(a.stats().lost + b.stats().lost, 0u);
+}
+
+TEST(Review, DestroyingALockWhileAnotherThreadWaitsCancelsThatWait) {
+  Client client(opts_for(server()));
+  std::string name = unique_name("destroy-waiting");
+  FairLock holder(client, name);
+  holder.lock();
+  auto waiter = std::make_unique<FairLock>(client, name);
+  std::atomic<bool> cancelled{false};
+  std::thread t([&, w = waiter.get()] {
+    try {
+      w->lock();
+    } catch (const Cancelled&) {
+      cancelled = true;
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  waiter.reset();
+  t.join();
+  EXPECT_TRUE(cancelled.load());
+  EXPECT_TRUE(eventually([&] { return zcard(server(), name, "q") == 0; }));
+  holder.unlock();
+}
+
+TEST(Review, AWaitSurvivesAShortServerStall) {
+  RedisServer own;
+  Options o = opts_for(own, Notify::poll);  // the head polls every 10 ms
+  o.command_timeout = std::chrono::milliseconds(100);
+  o.liveness_ttl = std::chrono::milliseconds(1500);
+  Client holders(opts_for(own)), waiters(o);
+  std::string name = unique_name("stall");
+  FairLock holder(holders, name), waiter(waiters, name);
+  holder.lock();
+  std::atomic<int> outcome{0};  // 1 granted, 2 threw
+  std::thread t([&] {
+    try {
+      waiter.lock();
+      outcome = 1;
+    } catch (const std::exception&) {
+      outcome = 2;
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return zcard(own, name, "q") == 1; }));
+  own.cmd({"CLIENT", "PAUSE", "400", "ALL"});  // its polls time out meanwhile
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(outcome.load(), 0);
+  holder.unlock();
+  t.join();
+  EXPECT_EQ(outcome.load(), 1);
+  waiter.unlock();
+}
+
+TEST(Review, KeysOfAnAbandonedNameExpireByThemselves) {
+  std::string name = unique_name("abandoned");
+  Child holder({server().url(), "hold", name, "200"});
+  ASSERT_EQ(holder.line().rfind("fence ", 0), 0u);
+  holder.kill();  // no release, and nobody runs a script on this name again
+  holder.wait();
+  EXPECT_EQ(server().cmd({"EXISTS", key(name, "h")}), "1");
+  EXPECT_TRUE(eventually([&] {
+    return server().cmd({"EXISTS", key(name, "h"), key(name, "g"), key(name, "q"), key(name, "w")}) == "0";
+  }));
+  EXPECT_EQ(server().cmd({"EXISTS", key(name, "seq")}), "1");
+}
+
+TEST(Review, ShutdownFromALostCallbackDoesNotAbort) {
+  auto client = std::make_shared<Client>(opts_for(server()));
+  std::string name = unique_name("self-shutdown");
+  LockOptions lo;
+  lo.lease = std::chrono::milliseconds(300);
+  std::atomic<bool> called{false};
+  lo.on_lost = [&] {
+    client->shutdown();  // on the heartbeat thread
+    called = true;
+  };
+  FairLock lock(*client, name, lo);
+  lock.lock();
+  server().cmd({"DEL", key(name, "h"), key(name, "g")});
+  ASSERT_TRUE(eventually([&] { return called.load(); }));
+  client->shutdown();
+  SUCCEED();
 }
 
 }  // namespace
