@@ -19,6 +19,9 @@
 -- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
 -- the participant's 128-bit random token, both lower-case hex.
 
+if #KEYS ~= 5 then
+  return redis.error_reply('FLBADARG expected 5 keys (q w h g seq), got ' .. #KEYS)
+end
 local Q, W, H, G, SEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
@@ -33,8 +36,10 @@ local function fail(code, detail)
 end
 
 local function int_arg(i, lo, hi, what)
-  local v = tonumber(ARGV[i])
-  if v == nil or v ~= math.floor(v) or v < lo or v > hi then
+  local s = ARGV[i]
+  -- Digits only: tonumber alone would accept "1\0", "0x10", " 5" or "1e3".
+  local v = s and string.len(s) <= 16 and string.find(s, '^%-?%d+$') and tonumber(s)
+  if not v or v < lo or v > hi then
     return nil, fail('BADARG', what .. ' must be an integer in [' .. lo .. ', ' .. hi .. ']')
   end
   return v
