@@ -1,0 +1,137 @@
+#include "systems.h"
+
+#include <stdexcept>
+
+#include "scripts.h"  // fairlock's embedded scripts and their SHA1s (src/)
+
+namespace fbench {
+
+namespace {
+const char* kUnlockLua =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
+constexpr std::int64_t kMs = 1000000;
+}  // namespace
+
+std::string load_unlock_script(Redis& c) {
+  Reply r = c.cmd({"SCRIPT", "LOAD", kUnlockLua});
+  std::string sha = reply_str(r.get());
+  if (sha.size() != 40) throw std::runtime_error("SCRIPT LOAD failed: " + reply_text(r.get()));
+  return sha;
+}
+
+bool unfair_lock(Redis& c, const std::string& key, const std::string& token, const StopFn& stop, RtCounter& rt) {
+  for (;;) {
+    Reply r = c.cmd({"SET", key, token, "NX", "PX", "10000"});
+    rt.hit();
+    if (reply_ok(r.get())) return true;
+    if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error("SET NX: " + reply_text(r.get()));
+    if (stop()) return false;
+    sleep_ns(1 * kMs);
+  }
+}
+
+void unfair_unlock(Redis& c, const std::string& sha, const std::string& key, const std::string& token,
+                   RtCounter& rt) {
+  Reply r = c.cmd({"EVALSHA", sha, "1", key, token});
+  rt.hit();
+  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error("unlock: " + reply_text(r.get()));
+}
+
+bool zset_lock(Redis& c, const std::string& qkey, const std::string& lkey, const std::string& token,
+               const StopFn& stop, RtCounter& rt, int first_sleep_ms) {
+  std::int64_t sleep_ms = first_sleep_ms;
+  for (;;) {
+    const std::int64_t now = wall_ms();
+    auto r = c.pipeline({{"ZREMRANGEBYSCORE", qkey, "-inf", std::to_string(now)},
+                         {"ZADD", qkey, "NX", std::to_string(now + 3000), token},
+                         {"ZRANGE", qkey, "0", "0"}});
+    rt.hit();
+    const redisReply* head = r[2].get();
+    if (head->type == REDIS_REPLY_ERROR) throw std::runtime_error("ZRANGE: " + reply_text(head));
+    if (head->type == REDIS_REPLY_ARRAY && head->elements == 1 && reply_str(head->element[0]) == token) {
+      Reply s = c.cmd({"SET", lkey, token, "NX", "PX", "10000"});
+      rt.hit();
+      if (reply_ok(s.get())) {
+        c.cmd({"ZREM", qkey, token});
+        rt.hit();
+        return true;
+      }
+    }
+    // Sleep 500 ms (in slices, so a stop request is seen).
+    const std::int64_t until = now_ns() + sleep_ms * kMs;
+    sleep_ms = 500;
+    while (now_ns() < until) {
+      if (stop()) {
+        c.cmd({"ZREM", qkey, token});
+        return false;
+      }
+      sleep_ns(10 * kMs);
+    }
+  }
+}
+
+void zset_unlock(Redis& c, const std::string& sha, const std::string& lkey, const std::string& token,
+                 RtCounter& rt) {
+  unfair_unlock(c, sha, lkey, token, rt);
+}
+
+RawKeys::RawKeys(const std::string& prefix, const std::string& name) {
+  fairlock::detail::Keys k(prefix, name);
+  q = k.q;
+  w = k.w;
+  h = k.h;
+  g = k.g;
+  seq = k.seq;
+}
+
+void load_fairlock_scripts(Redis& c) {
+  using fairlock::detail::Script;
+  for (Script s : {Script::acquire, Script::release, Script::cancel, Script::heartbeat}) {
+    Reply r = c.cmd({"SCRIPT", "LOAD", std::string(fairlock::detail::script_source(s))});
+    if (reply_str(r.get()) != fairlock::detail::script_sha(s)) {
+      throw std::runtime_error("SCRIPT LOAD of fairlock script failed: " + reply_text(r.get()));
+    }
+  }
+}
+
+namespace {
+std::vector<std::string> evalsha_head(fairlock::detail::Script s, const RawKeys& k) {
+  return {"EVALSHA", std::string(fairlock::detail::script_sha(s)), "5", k.q, k.w, k.h, k.g, k.seq};
+}
+}  // namespace
+
+std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits,
+                                          long long lease_ms, long long liveness_ms, char mode) {
+  auto v = evalsha_head(fairlock::detail::Script::acquire, k);
+  v.insert(v.end(), {member, std::to_string(permits), std::to_string(lease_ms), std::to_string(liveness_ms),
+                     std::string(1, mode)});
+  return v;
+}
+
+std::vector<std::string> raw_release_argv(const RawKeys& k, const std::string& member, int permits) {
+  auto v = evalsha_head(fairlock::detail::Script::release, k);
+  v.insert(v.end(), {member, std::to_string(permits)});
+  return v;
+}
+
+std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long long liveness_ms,
+                                            const std::vector<std::string>& members, long long lease_ms) {
+  auto v = evalsha_head(fairlock::detail::Script::heartbeat, k);
+  v.push_back(std::to_string(permits));
+  v.push_back(std::to_string(liveness_ms));
+  for (const auto& m : members) {
+    v.push_back(m);
+    v.push_back(std::to_string(lease_ms));
+  }
+  return v;
+}
+
+std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%c%016llx:%016llx%016llx", mode, static_cast<unsigned long long>(cid),
+                static_cast<unsigned long long>(n * 0x9e3779b97f4a7c15ULL),
+                static_cast<unsigned long long>(n));
+  return buf;
+}
+
+}  // namespace fbench

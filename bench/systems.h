@@ -1,0 +1,61 @@
+#pragma once
+// The two baselines the issue asks for, on the same hiredis stack as the
+// library, plus raw calls of fairlock's own scripts (no C++ client) to
+// separate script cost from client cost.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common.h"
+
+namespace fbench {
+
+// Counts round trips, but only those that start before `until_ns` (the end
+// of a measurement window).
+struct RtCounter {
+  std::int64_t until_ns = INT64_MAX;
+  long long n = 0;
+  void hit() {
+    if (now_ns() <= until_ns) ++n;
+  }
+};
+
+using StopFn = std::function<bool()>;
+
+// Loads the owner-checked DEL used by both baselines; returns its SHA1.
+std::string load_unlock_script(Redis& c);
+
+// 1. The minimal unfair lock: SET key token NX PX lease, retried every 1 ms;
+//    release = Lua owner-checked DEL. Returns false if stop() turned true
+//    before it got the lock.
+bool unfair_lock(Redis& c, const std::string& key, const std::string& token, const StopFn& stop, RtCounter& rt);
+void unfair_unlock(Redis& c, const std::string& sha, const std::string& key, const std::string& token,
+                   RtCounter& rt);
+
+// 2. The published sorted-set polling queue: each poll, in one round trip,
+//    ZREMRANGEBYSCORE q -inf now (drop expired), ZADD q NX now+3000 token
+//    (join; the score is both the order and the expiry, taken from the
+//    client clock), ZRANGE q 0 0 (head?). If head: SET lock token NX PX
+//    lease, and on success ZREM q token. Otherwise sleep 500 ms.
+// first_sleep_ms: length of the first sleep (the poller's phase); later
+// sleeps are 500 ms.
+bool zset_lock(Redis& c, const std::string& qkey, const std::string& lkey, const std::string& token,
+               const StopFn& stop, RtCounter& rt, int first_sleep_ms = 500);
+void zset_unlock(Redis& c, const std::string& sha, const std::string& lkey, const std::string& token,
+                 RtCounter& rt);
+
+// fairlock's protocol called directly (EVALSHA of the library's own scripts).
+struct RawKeys {
+  RawKeys(const std::string& prefix, const std::string& name);
+  std::string q, w, h, g, seq;
+};
+void load_fairlock_scripts(Redis& c);
+std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits,
+                                          long long lease_ms, long long liveness_ms, char mode);
+std::vector<std::string> raw_release_argv(const RawKeys& k, const std::string& member, int permits);
+std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long long liveness_ms,
+                                            const std::vector<std::string>& members, long long lease_ms);
+// A syntactically valid member: mode char, 16 hex client id, ':', 32 hex.
+std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n);
+
+}  // namespace fbench
