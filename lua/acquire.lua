@@ -30,6 +30,16 @@ local mode = ARGV[5]
 if mode ~= 'q' and mode ~= 't' then return fail('BADARG', 'mode must be q or t') end
 
 local now = now_ms()
+-- Fast path: an idle name grants at once.
+if redis.call('EXISTS', G) == 0 and redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
+  local t = next_ticket(now)
+  local x = string.format('%d', now + lease + 6000)
+  redis.call('ZADD', H, now + lease, member)
+  redis.call('HSET', G, 'permits', permits, member, string.format('%d:%d', t, now), 'x', x)
+  redis.call('PEXPIREAT', H, x)
+  redis.call('PEXPIREAT', G, x)
+  return {1, t}
+end
 prune(now)
 cleanup()  -- a name left with only expired entries is idle again
 local stored = redis.call('HGET', G, 'permits')
@@ -37,7 +47,7 @@ if stored and not tonumber(stored) then
   redis.call('HSET', G, 'permits', permits)  -- garbage (tampered): repair
 elseif stored and tonumber(stored) ~= permits then
   fill(now, tonumber(stored))  -- what prune freed is still handed on
-  cleanup(now)
+  cleanup(now, nil)
   return fail('PERMITS', tostring(stored))
 end
 fill(now, permits)
@@ -45,7 +55,7 @@ fill(now, permits)
 local fence = holder_fence(member, now)
 if fence then
   redis.call('ZADD', H, now + lease, member)
-  cleanup(now)
+  cleanup(now, now + lease)
   return {1, fence}
 end
 
@@ -58,15 +68,16 @@ end
 local ticket = live_score(W, member, now) and redis.call('ZSCORE', Q, member)
 if ticket then
   redis.call('ZADD', W, now + liveness, member)
-  cleanup(now)
+  cleanup(now, now + liveness)
   return {0, tonumber(ticket), redis.call('ZRANK', Q, member), earliest_holder()}
 end
 
 -- After fill(), a free permit with an empty queue means nobody live waits.
 -- (If fill stopped at its skip bound, stale heads remain: still no barging.)
-local free = redis.call('ZCARD', H) < permits and redis.call('ZCARD', Q) == 0
+local held, queued = redis.call('ZCARD', H), redis.call('ZCARD', Q)
+local free = held < permits and queued == 0
 if mode == 't' and not free then
-  cleanup(now)
+  cleanup(now, nil)
   return {-1}
 end
 
@@ -75,10 +86,12 @@ redis.call('HSET', G, 'permits', permits)
 if free then
   redis.call('ZADD', H, now + lease, member)
   redis.call('HSET', G, member, string.format('%d:%d', t, now))
-  cleanup(now)
+  fresh_key = held == 0
+  cleanup(now, now + lease)
   return {1, t}
 end
 redis.call('ZADD', Q, t, member)
 redis.call('ZADD', W, now + liveness, member)
-cleanup(now)
+fresh_key = fresh_key or queued == 0
+cleanup(now, now + liveness)
 return {0, t, redis.call('ZRANK', Q, member), earliest_holder()}

@@ -30,5 +30,5 @@ if not result then
     result = {0}
   end
 end
-cleanup(now)
+cleanup(now, nil)
 return result

@@ -23,5 +23,5 @@ elseif redis.call('ZREM', Q, member) == 1 then
 end
 prune(now)
 fill(now, stored_permits(permits))
-cleanup(now)
+cleanup(now, nil)
 return result

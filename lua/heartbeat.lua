@@ -32,12 +32,14 @@ prune(now)
 fill(now, stored_permits(permits))
 
 local out = {}
+local horizon = nil  -- the latest deadline written
 for i = 3, #ARGV, 2 do
   local member = ARGV[i]
   local lease = tonumber(ARGV[i + 1])
   local rank = live_score(W, member, now) and redis.call('ZRANK', Q, member)
   if rank then
     redis.call('ZADD', W, now + liveness, member)
+    horizon = math.max(horizon or 0, now + liveness)
     out[#out + 1] = 1
     out[#out + 1] = rank
   else
@@ -45,6 +47,7 @@ for i = 3, #ARGV, 2 do
     local fence = holder_fence(member, now)
     if fence then
       redis.call('ZADD', H, now + lease, member)
+      horizon = math.max(horizon or 0, now + lease)
       out[#out + 1] = 2
       out[#out + 1] = fence
     else
@@ -53,5 +56,5 @@ for i = 3, #ARGV, 2 do
     end
   end
 end
-cleanup(now)
+cleanup(now, horizon)
 return out

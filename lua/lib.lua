@@ -10,8 +10,9 @@
 --   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
 --   KEYS[4] P:{N}:g    HASH  "permits" -> N, holder member -> "<fence>:<granted ms>"
 --   KEYS[5] P:{N}:seq  STRING the last ticket issued (never deleted)
--- While a name is busy, q/w/h/g expire one second after the last deadline
--- they hold (see cleanup); when it goes idle they are deleted.
+--   and G's field "x" = the expiry time set on q, w, h and g (see cleanup)
+-- While a name is busy its keys expire some seconds after the last deadline
+-- they hold; when it goes idle they are deleted.
 -- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
 -- and floor(ticket / 1000) is the arrival time in ms (exact unless more than
 -- 1000 arrivals share a millisecond or the server clock stepped back).
@@ -25,6 +26,7 @@ end
 local Q, W, H, G, SEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
+local fresh_key = false   -- this call created q, w or h: they need their expiry (cleanup)
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -106,6 +108,7 @@ local function fill(now, permits)
     redis.call('ZREM', Q, member)
     redis.call('ZREM', W, member)
     if deadline and deadline > now then
+      if held == 0 then fresh_key = true end
       redis.call('ZADD', H, deadline, member)
       redis.call('HSET', G, member, string.format('%d:%d', ticket, now))
       held = held + 1
@@ -148,22 +151,23 @@ local function next_ticket(now)
   return t
 end
 
--- When nobody holds or waits, drop everything but the counter. Otherwise,
--- given `now`, let the keys expire a second after the last deadline they
--- hold, so a name whose processes all crashed vanishes by itself even if no
--- script runs on it again.
-local function cleanup(now)
+-- When nobody holds or waits, drop everything but the counter. Otherwise
+-- keep the keys expiring after every deadline in them, so a name whose
+-- processes all crashed vanishes by itself even if no script runs on it
+-- again: g's field "x" is the expiry time set on q, w, h and g; it is pushed
+-- (6 s past the deadline) only when a deadline this call wrote, `horizon`,
+-- comes within a second of it, or when this call created one of the keys
+-- (fresh_key, declared at the top).
+local function cleanup(now, horizon)
   if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
     redis.call('DEL', G, W)
     return
   end
-  if not now then return end
-  local last = now
-  for _, key in ipairs({H, W}) do
-    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    local d = tonumber(e[2])
-    if d and d > last then last = d end  -- NaN never compares greater
-  end
-  local ttl = string.format('%d', math.min(last - now, 2147483647 - 1000) + 1000)
-  for _, key in ipairs({Q, W, H, G}) do redis.call('PEXPIRE', key, ttl) end
+  if not horizon and not fresh_key then return end
+  local x = tonumber(redis.call('HGET', G, 'x'))
+  if x and x == x and (horizon or now) + 1000 <= x and not fresh_key then return end
+  if not x or x ~= x or (horizon or now) + 1000 > x then x = (horizon or now) + 6000 end
+  x = string.format('%d', math.min(x, now + 2147483647))
+  redis.call('HSET', G, 'x', x)
+  for _, key in ipairs({Q, W, H, G}) do redis.call('PEXPIREAT', key, x) end
 end

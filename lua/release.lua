@@ -19,8 +19,13 @@ if holder_fence(member, now) then  -- a grant past its deadline is not released,
   redis.call('ZREM', H, member)
   redis.call('HDEL', G, member)
   released = 1
+  -- Fast path: nobody else holds or waits.
+  if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
+    redis.call('DEL', G, W)
+    return 1
+  end
 end
 prune(now)
 fill(now, stored_permits(permits))
-cleanup(now)
+cleanup(now, nil)
 return released

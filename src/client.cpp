@@ -430,8 +430,14 @@ void ClientImpl::unwatch(const std::string& name) {
   std::lock_guard<std::mutex> lk(sub_mu_);
   auto it = watched_.find(name);
   if (it == watched_.end()) return;
-  if (--it->second == 0) {
-    watched_.erase(it);
+  // Stay subscribed while the name is idle (a later wait then costs no
+  // SUBSCRIBE round trip); drop idle subscriptions only past a bound.
+  --it->second;
+  constexpr std::size_t kIdleSubscriptions = 1024;
+  if (watched_.size() > kIdleSubscriptions) {
+    for (auto w = watched_.begin(); w != watched_.end();) {
+      w = w->second == 0 ? watched_.erase(w) : std::next(w);
+    }
     sub_dirty_ = true;
     wake_subscriber();
   }
@@ -568,9 +574,15 @@ void ClientImpl::dispatch(const redisReply& r) {
       best = *t;
     }
   }
+  counters.wakes_keyspace.fetch_add(1, std::memory_order_relaxed);  // before the waiter runs on
   if (first) {
-    counters.wakes_keyspace.fetch_add(1, std::memory_order_relaxed);  // before the waiter runs on
     first->kick();
+    return;
+  }
+  // Nobody eligible (a waiter's first reply is still in flight, or all are
+  // already asking): ask every waiter there rather than drop the event.
+  for (auto& p : participants()) {
+    if (p->name() == name) p->kick();
   }
 }
 

@@ -183,7 +183,6 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
         expiry_at = sent + milliseconds(std::max(0LL, r.next_ms) + 2);
         refreshed_at_ = std::max(refreshed_at_, sent);
         last_ok = sent;
-        kicked_ = false;
         if (moved && opts_.on_position) {
           lk.unlock();
           report_position(r.position);
@@ -242,6 +241,7 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
       }
       if (timer) client_->counters.wakes_timer.fetch_add(1, std::memory_order_relaxed);
       retry_now = false;
+      kicked_ = false;  // before asking: a kick that lands while we ask is kept
       const SteadyTime alive_since = std::max(last_ok, refreshed_at_);
       lk.unlock();
       try {

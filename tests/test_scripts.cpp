@@ -361,6 +361,24 @@ TEST_F(Scripts, ExpiredEntriesBeyondThePruneBoundAreNotRevived) {
   release(member(1));
 }
 
+TEST_F(Scripts, EveryBusyKeyExpiresAfterItsDeadlines) {
+  auto pttl = [&](const std::string& k) { return std::stoll(redis({"PTTL", k})); };
+  acquire(member(1), 1, 10000);  // fast path: h and g
+  EXPECT_GT(pttl(keys.h), 10000);
+  EXPECT_GT(pttl(keys.g), 10000);
+  acquire(member(2), 1, 10000, 30000);  // creates q and w later, with a later deadline
+  for (const auto& k : {keys.q, keys.w, keys.h, keys.g}) {
+    EXPECT_GT(pttl(k), 30000) << k;
+    EXPECT_LT(pttl(k), 40000) << k;
+  }
+  EXPECT_EQ(pttl(keys.seq), -1);  // the counter never expires
+  call(Script::heartbeat, {"1", "60000", member(2), "10000"});
+  EXPECT_GT(pttl(keys.q), 60000);
+  release(member(1));
+  release(member(2));
+  EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+}
+
 TEST_F(Scripts, NoscriptIsRecovered) {
   redis({"SCRIPT", "FLUSH"});
   auto before = reloads.load();
