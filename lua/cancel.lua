@@ -8,11 +8,8 @@
 --                     was giving up); it keeps it until it releases it
 --          {0}        the member was neither waiting nor holding
 -- Errors: "FLBADARG <text>"
-local member, err = member_arg(1)
+local member, permits, err = member_and_permits()
 if not member then return err end
-local permits
-permits, err = int_arg(2, 1, 1000000, 'permits')
-if not permits then return err end
 
 local now = now_ms()
 local result

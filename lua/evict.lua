@@ -6,11 +6,8 @@
 --       2 permits   integer >= 1 (used only if the name lost its stored value)
 -- Returns: 1 a holder was removed; 2 a waiter was removed; 0 not found
 -- Errors: "FLBADARG <text>"
-local member, err = member_arg(1)
+local member, permits, err = member_and_permits()
 if not member then return err end
-local permits
-permits, err = int_arg(2, 1, 1000000, 'permits')
-if not permits then return err end
 
 local now = now_ms()
 local result = 0

@@ -56,6 +56,17 @@ local function member_arg(i)
   return m
 end
 
+-- ARGV 1 member, 2 permits: the arguments of release, cancel and evict.
+-- Returns member, permits, or nil, nil, an error reply.
+local function member_and_permits()
+  local member, err = member_arg(1)
+  if not member then return nil, nil, err end
+  local permits
+  permits, err = int_arg(2, 1, 1000000, 'permits')
+  if not permits then return nil, nil, err end
+  return member, permits
+end
+
 -- Signal the process owning `member` that it was granted `fence`.
 local function signal(member, fence)
   local mode = string.sub(member, 1, 1)

@@ -7,11 +7,8 @@
 -- Returns: 1 released; 0 the member held nothing (never held, released
 --          already, expired, or evicted): nothing was changed on its behalf.
 -- Errors: "FLBADARG <text>"
-local member, err = member_arg(1)
+local member, permits, err = member_and_permits()
 if not member then return err end
-local permits
-permits, err = int_arg(2, 1, 1000000, 'permits')
-if not permits then return err end
 
 local now = now_ms()
 local released = 0
