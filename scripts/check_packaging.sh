@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Packaging check (CI): for each compiler (g++, clang++) and C++ standard (17, 20):
+#   1. configure and build the whole project with -DFAIRLOCK_WARNINGS_AS_ERRORS=ON
+#      (-Wall -Wextra -Wpedantic -Werror on the library, command, examples, tests
+#      and benchmarks);
+#   2. `cmake --install` it into a temporary prefix and check what landed there,
+#      and that the version agrees everywhere (project(), version.h,
+#      `fairlock --version`, fairlock.pc, fairlockConfigVersion.cmake);
+#   3. build and run the three consumer projects of tests/consumers/
+#      (find_package, add_subdirectory, pkg-config) against a throwaway
+#      redis-server.
+# The test suite (ctest) runs once, in the first combination, without the
+# long fault-injection suites (label "faults"): the main test run is
+# scripts/test.sh.
+#
+# Environment:
+#   COMPILERS="g++ clang++"   STANDARDS="17 20"
+#   RUN_TESTS=first|all|none  (default first)
+#   CTEST_ARGS                ctest arguments (default "-LE faults"; "" for every test)
+#   PKG_BUILD_ROOT            build directories (default <repo>/build-pkg/<cxx>-c++<std>;
+#                             kept, so a second run is incremental)
+#   BUILD_TYPE                (default RelWithDebInfo)
+#   EXTRA_CMAKE_ARGS          more arguments for configuring fairlock (e.g.
+#                             "-DFAIRLOCK_BUILD_TESTS=OFF" with RUN_TESTS=none)
+# shellcheck source=scripts/common.sh
+source "$(dirname "$0")/common.sh"
+
+read -r -a COMPILERS <<<"${COMPILERS:-g++ clang++}"
+read -r -a STANDARDS <<<"${STANDARDS:-17 20}"
+RUN_TESTS="${RUN_TESTS:-first}"
+PKG_BUILD_ROOT="${PKG_BUILD_ROOT:-$ROOT/build-pkg}"
+JOBS="$(nproc)"
+for cxx in "${COMPILERS[@]}"; do
+  case "$cxx" in clang++*) PACKAGES+=(clang) ;; esac
+done
+ensure_packages
+
+VERSION="$(sed -n 's/^project(fairlock VERSION \([0-9][0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")"
+[ -n "$VERSION" ] || { echo "no project(fairlock VERSION x.y.z) in CMakeLists.txt" >&2; exit 1; }
+
+WORK="$(mktemp -d /tmp/fairlock-pkg.XXXXXX)"
+start_redis
+trap 'stop_redis; rm -rf "$WORK"' EXIT
+export FAIRLOCK_URL="redis://127.0.0.1:$REDIS_PORT"
+
+step() { printf '\n=== %s\n' "$*"; }
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+# quiet LOG CMD...: runs CMD with its output in LOG, shown only if CMD fails.
+quiet() {
+  local log="$1"
+  shift
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    fail "$*"
+  fi
+}
+seconds() { echo $(($(date +%s) - $1)); }
+
+check_prefix() {
+  local prefix="$1" f
+  for f in include/fairlock/fairlock.h include/fairlock/version.h include/fairlock/client.h \
+    lib/libfairlock.a bin/fairlock share/fairlock/lua/lib.lua share/fairlock/lua/acquire.lua \
+    lib/cmake/fairlock/fairlockConfig.cmake lib/cmake/fairlock/fairlockConfigVersion.cmake \
+    lib/cmake/fairlock/fairlockTargets.cmake lib/cmake/fairlock/Findhiredis.cmake lib/pkgconfig/fairlock.pc; do
+    [ -e "$prefix/$f" ] || fail "not installed: $f"
+  done
+  [ ! -e "$prefix/include/fairlock/version.h.in" ] || fail "version.h.in installed"
+  grep -q "FAIRLOCK_VERSION_STRING \"$VERSION\"" "$prefix/include/fairlock/version.h" ||
+    fail "installed version.h does not say $VERSION"
+  [ "$("$prefix/bin/fairlock" --version)" = "fairlock $VERSION" ] || fail "fairlock --version: $("$prefix/bin/fairlock" --version)"
+  [ "$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion fairlock)" = "$VERSION" ] ||
+    fail "fairlock.pc version"
+  PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --libs fairlock | grep -q -- '-lhiredis.*-lspdlog.*-lfmt' ||
+    fail "pkg-config --static --libs fairlock lacks hiredis/spdlog/fmt"
+}
+
+combo=0
+total_start=$(date +%s)
+for cxx in "${COMPILERS[@]}"; do
+  for std in "${STANDARDS[@]}"; do
+    combo=$((combo + 1))
+    name="$(basename "$cxx")-c++$std"
+    bdir="$PKG_BUILD_ROOT/$name"
+    prefix="$WORK/$name/prefix"
+    cdir="$WORK/$name/consumers"
+    mkdir -p "$cdir"
+    start=$(date +%s)
+
+    step "$name: build everything with -Wall -Wextra -Wpedantic -Werror"
+    # shellcheck disable=SC2086  # EXTRA_CMAKE_ARGS is a list
+    quiet "$cdir/configure.log" cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" -DCMAKE_CXX_STANDARD_REQUIRED=ON \
+      -DCMAKE_CXX_EXTENSIONS=OFF -DFAIRLOCK_WARNINGS_AS_ERRORS=ON -DFAIRLOCK_BUILD_TESTS=ON \
+      -DFAIRLOCK_BUILD_EXAMPLES=ON -DFAIRLOCK_BUILD_TOOLS=ON -DFAIRLOCK_BUILD_BENCH=ON -DFAIRLOCK_INSTALL=ON \
+      ${EXTRA_CMAKE_ARGS:-}
+    cmake --build "$bdir" -j "$JOBS" >"$cdir/build.log" 2>&1 || {
+      grep -E -A5 'error|warning' "$cdir/build.log" | head -n 100 >&2
+      fail "$name: build"
+    }
+    # Every compiled target must carry the warning flags (they are not global).
+    grep -q -e '-Wall -Wextra -Wpedantic -Werror' "$bdir/CMakeFiles/fairlock.dir/flags.make" ||
+      fail "$name: the library is built without -Wall -Wextra -Wpedantic -Werror"
+    while IFS= read -r flags; do
+      grep -q -e '-Wall -Wextra -Wpedantic -Werror' "$flags" || fail "$name: ${flags#"$bdir"/} lacks the warning flags"
+    done < <(find "$bdir" -name flags.make -path '*.dir/*')
+    echo "built in $(seconds "$start") s"
+
+    if [ "$RUN_TESTS" = all ] || { [ "$RUN_TESTS" = first ] && [ $combo -eq 1 ]; }; then
+      step "$name: test suite"
+      t=$(date +%s)
+      # shellcheck disable=SC2086
+      if ! (cd "$bdir" && ctest --output-on-failure --timeout 300 -j "$JOBS" ${CTEST_ARGS--LE faults}) >"$cdir/ctest.log" 2>&1; then
+        sed -n '/tests passed/,$p; /\*\*\*Failed\|\*\*\*Timeout\|Exception/p' "$cdir/ctest.log" >&2
+        cp "$cdir/ctest.log" "$bdir/ctest-packaging.log"
+        fail "$name: ctest (full log: $bdir/ctest-packaging.log)"
+      fi
+      grep 'tests passed' "$cdir/ctest.log"
+      echo "tests ran in $(seconds "$t") s"
+    fi
+
+    step "$name: install to $prefix"
+    quiet "$cdir/install.log" cmake --install "$bdir" --prefix "$prefix"
+    check_prefix "$prefix"
+    echo "layout, version $VERSION and fairlock.pc OK"
+
+    step "$name: consumer using find_package(fairlock)"
+    quiet "$cdir/find_package.log" cmake -S "$ROOT/tests/consumers/find_package" -B "$cdir/find_package" \
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" -DCMAKE_PREFIX_PATH="$prefix" \
+      -DFAIRLOCK_EXPECTED_VERSION="$VERSION"
+    quiet "$cdir/find_package.log" cmake --build "$cdir/find_package" -j "$JOBS"
+    "$cdir/find_package/consumer" || fail "$name: find_package consumer"
+
+    step "$name: consumer using add_subdirectory(fairlock)"
+    quiet "$cdir/subdirectory.log" cmake -S "$ROOT/tests/consumers/subdirectory" -B "$cdir/subdirectory" \
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" -DFAIRLOCK_SOURCE_DIR="$ROOT" \
+      -DFAIRLOCK_WARNINGS_AS_ERRORS=ON
+    quiet "$cdir/subdirectory.log" cmake --build "$cdir/subdirectory" -j "$JOBS"
+    # Only the library and the consumer are built, and nothing is installed.
+    built="$(cd "$cdir/subdirectory" && find . -type f -perm -u+x ! -name '*.sh' ! -path '*/CMakeFiles/*' | sort)"
+    [ "$built" = "./consumer" ] || fail "$name: add_subdirectory built more than the library: $built"
+    quiet "$cdir/subdirectory.log" cmake --install "$cdir/subdirectory" --prefix "$cdir/subdirectory-install"
+    [ -z "$(ls -A "$cdir/subdirectory-install" 2>/dev/null)" ] ||
+      fail "$name: add_subdirectory(fairlock) installed files: $(find "$cdir/subdirectory-install" -type f)"
+    "$cdir/subdirectory/consumer" || fail "$name: add_subdirectory consumer"
+
+    step "$name: consumer using pkg-config and a plain compiler line"
+    PKG_CONFIG_PATH="$prefix/lib/pkgconfig" CXX="$cxx" CXXSTD="c++$std" \
+      "$ROOT/tests/consumers/pkg-config/build.sh" "$cdir/pkg-config-consumer" || fail "$name: pkg-config consumer build"
+    "$cdir/pkg-config-consumer" || fail "$name: pkg-config consumer"
+
+    echo "$name: OK in $(seconds "$start") s"
+  done
+done
+printf '\npackaging check passed (%s x %s) in %s s\n' "${COMPILERS[*]}" "${STANDARDS[*]}" "$(seconds "$total_start")"
