@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -100,7 +101,7 @@ std::chrono::milliseconds parse_duration(const std::string& s, const char* what)
   if (factor == 0) throw UsageError(std::string(what) + ": unknown unit in '" + s + "' (use ms, s, m or h)");
   const double ms = v * factor;
   if (!(ms > 0) || ms > 2147483647.0) throw UsageError(std::string(what) + ": must be positive and below 24 days");
-  return std::chrono::milliseconds(static_cast<long long>(ms + 0.5));
+  return std::chrono::milliseconds(std::max(1LL, std::llround(ms)));  // 0.2ms still means "some time"
 }
 
 long long parse_count(const std::string& s, const char* what, long long lo, long long hi) {
