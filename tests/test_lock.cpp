@@ -463,6 +463,7 @@ TEST(Heartbeat, OneBatchedCallPerNamePerRoundWhateverTheWaiters) {
     held.push_back(std::make_unique<FairLock>(holders, n));
     held.back()->lock();
   }
+  queued.reserve(30);  // threads index it while it grows: no reallocation
   for (int i = 0; i < 30; ++i) {
     queued.push_back(std::make_unique<FairLock>(waiters, names[i % 3]));
     threads.emplace_back([&, i] {
