@@ -9,29 +9,29 @@ namespace fbench {
 
 struct Metrics {
   double window_s = 0;
-  long long grants = 0;           // granted inside the window [go, stop]
+  long long grants = 0;  // granted inside the window [go, stop]
   double grants_per_s = 0;
-  long long cross = 0;            // grants whose previous holder was another participant (permits = 1)
+  long long cross = 0;  // grants whose previous holder was another participant (permits = 1)
   double cross_per_s = 0;
-  long long handoffs = 0;         // cross grants whose grantee was already waiting at the release
+  long long handoffs = 0;                         // cross grants whose grantee was already waiting at the release
   double handoff_p50_us = 0, handoff_p99_us = 0;  // release returned -> next acquire returned
-  long long overtakes = 0;        // grants that overtook a request that started waiting earlier
-  double overtakes_per_100 = 0;   // with the jitter tolerance
-  double overtakes_strict_per_100 = 0;  // tolerance 0
-  long long regrabs = 0;          // grants to the participant that just released (permits = 1)
+  long long overtakes = 0;                        // grants that overtook a request that started waiting earlier
+  double overtakes_per_100 = 0;                   // with the jitter tolerance
+  double overtakes_strict_per_100 = 0;            // tolerance 0
+  long long regrabs = 0;                          // grants to the participant that just released (permits = 1)
   double regrab_pct = 0;
   long long regrabs_waiting = 0;  // ... while another participant had been waiting since before the release
   double regrab_waiting_pct = 0;
   double wait_p50_ms = 0, wait_p99_ms = 0, wait_max_ms = 0;
-  int max_holders = 0;            // max overlap of [acquire returned, unlock called] intervals
-  long long fence_inversions = 0; // fairlock, permits = 1: a grant with a lower fence than the previous one
+  int max_holders = 0;             // max overlap of [acquire returned, unlock called] intervals
+  long long fence_inversions = 0;  // fairlock, permits = 1: a grant with a lower fence than the previous one
   long long pending_at_stop = 0;
   // fairlock only: the ticket (= fence) carries the millisecond at which the
   // request reached Redis, so each overtake can be classified.
-  long long overtakes_later_arrival = 0;  // the overtaken request reached Redis after the overtaker: client-side delay
-  long long overtakes_fifo_violation = 0; // it reached Redis first and was still granted later
-  long long overtakes_unclassified = 0;   // it was never granted (cancelled at stop): no ticket known
-  double overtake_margin_max_ms = 0;      // largest start-of-wait lead among the overtakes counted
+  long long overtakes_later_arrival = 0;   // the overtaken request reached Redis after the overtaker: client-side delay
+  long long overtakes_fifo_violation = 0;  // it reached Redis first and was still granted later
+  long long overtakes_unclassified = 0;    // it was never granted (cancelled at stop): no ticket known
+  double overtake_margin_max_ms = 0;       // largest start-of-wait lead among the overtakes counted
   double arrival_delay_p50_ms = 0, arrival_delay_p99_ms = 0, arrival_delay_max_ms = 0;  // lock() called -> at Redis
 };
 

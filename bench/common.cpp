@@ -207,9 +207,9 @@ ServerDelta delta(const ServerSnap& a, const ServerSnap& b) {
   // Commands that only a client sends itself (never from inside a script):
   // each is one round trip, or less when pipelined.
   static const std::set<std::string> top = {
-      "evalsha", "evalsha_ro", "eval", "eval_ro", "subscribe", "unsubscribe", "psubscribe", "punsubscribe",
-      "script|load", "script|exists", "config|get", "config|set", "ping", "hello", "select", "auth",
-      "client|setname", "client|info", "client|id"};
+      "evalsha",      "evalsha_ro",  "eval",           "eval_ro",     "subscribe",  "unsubscribe", "psubscribe",
+      "punsubscribe", "script|load", "script|exists",  "config|get",  "config|set", "ping",        "hello",
+      "select",       "auth",        "client|setname", "client|info", "client|id"};
   ServerDelta d;
   for (const auto& [name, cb] : b.cmds) {
     if (name == "info") continue;

@@ -55,7 +55,7 @@ class Redis {
 
 std::string reply_str(const redisReply* r);
 long long reply_int(const redisReply* r);
-bool reply_ok(const redisReply* r);  // +OK
+bool reply_ok(const redisReply* r);           // +OK
 std::string reply_text(const redisReply* r);  // for error messages
 
 // INFO commandstats + cpu + memory, parsed.
@@ -72,8 +72,8 @@ ServerSnap snapshot(Redis& r);
 
 // What the server did between two snapshots.
 struct ServerDelta {
-  long long commands = 0;    // every command, those run inside scripts included (INFO excluded)
-  long long top_level = 0;   // commands a client sent itself (EVALSHA, SUBSCRIBE, ...): round trips
+  long long commands = 0;   // every command, those run inside scripts included (INFO excluded)
+  long long top_level = 0;  // commands a client sent itself (EVALSHA, SUBSCRIBE, ...): round trips
   long long evalsha = 0;
   long long evalsha_usec = 0;
   double cpu_us = 0;
@@ -115,7 +115,7 @@ class Json {
     return j;
   }
   Json& operator[](const std::string& key);  // object: insert or find
-  void push(Json v);                          // array
+  void push(Json v);                         // array
   std::string dump(int indent = 0) const;
   Kind kind() const { return kind_; }
 

@@ -246,9 +246,9 @@ struct Measured {
   WorkerTotals tot;
   double rtt_us = NAN;  // median PING RTT measured right before and after the run
   double cmds_pg = NAN, cpu_pg = NAN, rt_pg = NAN;
-  double script_us_pg = NAN;   // Redis's own EVALSHA time per grant
-  double cpu_per_ping_us = NAN; // Redis CPU per PING around the run (raw data; an idle server's PING cost
-                                // swings with VM wake-up costs, so it is no unit for CPU per grant)
+  double script_us_pg = NAN;     // Redis's own EVALSHA time per grant
+  double cpu_per_ping_us = NAN;  // Redis CPU per PING around the run (raw data; an idle server's PING cost
+                                 // swings with VM wake-up costs, so it is no unit for CPU per grant)
   std::vector<std::string> modes;
   long long observed_grants = 0;      // handoff grants seen on the wake channels, in server order
   long long observed_inversions = 0;  // ... with a fence below an earlier one (out of ticket order)
@@ -288,13 +288,31 @@ Measured run_workers(Env& e, const RunSpec& s) {
   const int max_s = s.duration_ms / 1000 + 90;
   for (int p = 0; p < s.procs; ++p) {
     std::string rec = fmt("%s.run%d.%d.rec", e.chart_dir.c_str(), id, p);
-    std::vector<std::string> args = {"worker",  "--port",     std::to_string(e.port), "--system",
-                                     s.system,  "--name",     name,                   "--threads",
-                                     std::to_string(s.threads), "--permits", std::to_string(s.permits),
-                                     "--notify", s.notify,   "--proc",               std::to_string(p),
-                                     "--hold-us", std::to_string(s.hold_us), "--liveness-ms",
-                                     std::to_string(s.liveness_ms), "--max-s", std::to_string(max_s), "--out", rec,
-                                     "--pool-size", std::to_string(e.pool_size)};
+    std::vector<std::string> args = {"worker",
+                                     "--port",
+                                     std::to_string(e.port),
+                                     "--system",
+                                     s.system,
+                                     "--name",
+                                     name,
+                                     "--threads",
+                                     std::to_string(s.threads),
+                                     "--permits",
+                                     std::to_string(s.permits),
+                                     "--notify",
+                                     s.notify,
+                                     "--proc",
+                                     std::to_string(p),
+                                     "--hold-us",
+                                     std::to_string(s.hold_us),
+                                     "--liveness-ms",
+                                     std::to_string(s.liveness_ms),
+                                     "--max-s",
+                                     std::to_string(max_s),
+                                     "--out",
+                                     rec,
+                                     "--pool-size",
+                                     std::to_string(e.pool_size)};
     kids.push_back(spawn(e.exe, args));
     kids.back().records = rec;
   }
@@ -379,8 +397,9 @@ Measured run_workers(Env& e, const RunSpec& s) {
   }
   o.ok = true;
   o.m = analyse(recs, go, stop, s.permits, e.tol_ns, s.system == "fair", s.system == "fair" && s.permits > 1);
-  if (o.tot.errors > 0) e.fail(fmt("run %d (%s W=%d): %lld worker errors, first: %s", id, s.system.c_str(), s.W(),
-                                   o.tot.errors, o.tot.first_error.c_str()));
+  if (o.tot.errors > 0)
+    e.fail(fmt("run %d (%s W=%d): %lld worker errors, first: %s", id, s.system.c_str(), s.W(), o.tot.errors,
+               o.tot.first_error.c_str()));
   if (o.m.grants == 0) e.fail(fmt("run %d (%s W=%d): no grants", id, s.system.c_str(), s.W()));
   if (o.m.grants > 0) {
     const double g = static_cast<double>(o.m.grants);
@@ -482,8 +501,8 @@ Json metrics_json(const Measured& r, bool with_commands) {
 // Medians (or pooled counts) over the rounds of one configuration.
 struct Summary {
   int runs = 0;
-  double rtt_us = NAN, grants_per_s = NAN, cross_per_s = NAN, p50_us = NAN, p99_us = NAN, p50_rtt = NAN,
-         p99_rtt = NAN, wait_p99_ms = NAN, wait_max_ms = 0, cmds_pg = NAN, cpu_pg = NAN, rt_pg = NAN;
+  double rtt_us = NAN, grants_per_s = NAN, cross_per_s = NAN, p50_us = NAN, p99_us = NAN, p50_rtt = NAN, p99_rtt = NAN,
+         wait_p99_ms = NAN, wait_max_ms = 0, cmds_pg = NAN, cpu_pg = NAN, rt_pg = NAN;
   long long grants = 0, overtakes = 0, strict_overtakes = 0, regrabs = 0, regrabs_waiting = 0, inversions = 0;
   double overtakes_per_100 = 0, strict_per_100 = 0, regrab_pct = 0, regrab_waiting_pct = 0;
   int max_holders = 0;
@@ -523,7 +542,8 @@ Summary summarise(const std::vector<Measured>& runs) {
     s.grants += r.m.grants;
     gm1 += std::max(0LL, r.m.grants - 1);
     s.overtakes += r.m.overtakes;
-    strict += static_cast<long long>(std::llround(r.m.overtakes_strict_per_100 * static_cast<double>(r.m.grants) / 100));
+    strict +=
+        static_cast<long long>(std::llround(r.m.overtakes_strict_per_100 * static_cast<double>(r.m.grants) / 100));
     s.regrabs += r.m.regrabs;
     s.regrabs_waiting += r.m.regrabs_waiting;
     s.inversions += r.m.fence_inversions;
@@ -612,8 +632,8 @@ struct Layout {
   int procs, threads;
 };
 Layout layout(int W) {
-  if (W <= 16) return {W, 1};             // one process per participant
-  if (W <= 64) return {4, W / 4};         // threads inside a few processes
+  if (W <= 16) return {W, 1};      // one process per participant
+  if (W <= 64) return {4, W / 4};  // threads inside a few processes
   return {8, W / 8};
 }
 
@@ -639,11 +659,12 @@ void scenario_A(Env& e) {
     long long ops = 0, cmds = 0, top = 0, client_rt = 0, script_usec = 0;
     double cpu_us = 0;
   };
-  std::vector<Sys> sys = {{"ping", "PING (the RTT unit)", {}, {}, {}, 0, 0, 0, 0, 0, 0},
-                          {"fairlock", "fairlock FairLock lock()+unlock()", {}, {}, {}, 0, 0, 0, 0, 0, 0},
-                          {"fairlock_scripts", "fairlock scripts only (raw EVALSHA acquire+release)", {}, {}, {}, 0, 0, 0, 0, 0, 0},
-                          {"unfair", "unfair SET NX PX + Lua DEL", {}, {}, {}, 0, 0, 0, 0, 0, 0},
-                          {"zset", "sorted-set polling queue", {}, {}, {}, 0, 0, 0, 0, 0, 0}};
+  std::vector<Sys> sys = {
+      {"ping", "PING (the RTT unit)", {}, {}, {}, 0, 0, 0, 0, 0, 0},
+      {"fairlock", "fairlock FairLock lock()+unlock()", {}, {}, {}, 0, 0, 0, 0, 0, 0},
+      {"fairlock_scripts", "fairlock scripts only (raw EVALSHA acquire+release)", {}, {}, {}, 0, 0, 0, 0, 0, 0},
+      {"unfair", "unfair SET NX PX + Lua DEL", {}, {}, {}, 0, 0, 0, 0, 0, 0},
+      {"zset", "sorted-set polling queue", {}, {}, {}, 0, 0, 0, 0, 0, 0}};
   auto one = [&](std::size_t i) -> double {
     std::int64_t t0 = now_ns();
     RtCounter rt;
@@ -671,7 +692,8 @@ void scenario_A(Env& e) {
       case 3: {
         std::string tok = "a" + std::to_string(++member_n);
         const std::int64_t give_up = now_ns() + 10000 * kMs;  // uncontended: never reached
-        if (!unfair_lock(conn, "bench:A:unfair", tok, [&] { return now_ns() > give_up; }, rt)) {
+        if (!unfair_lock(
+                conn, "bench:A:unfair", tok, [&] { return now_ns() > give_up; }, rt)) {
           throw std::runtime_error("unfair lock not granted within 10 s");
         }
         unfair_unlock(conn, sha, "bench:A:unfair", tok, rt);
@@ -680,7 +702,8 @@ void scenario_A(Env& e) {
       case 4: {
         std::string tok = "z" + std::to_string(++member_n);
         const std::int64_t give_up = now_ns() + 10000 * kMs;
-        if (!zset_lock(conn, "bench:A:zq", "bench:A:zlock", tok, [&] { return now_ns() > give_up; }, rt)) {
+        if (!zset_lock(
+                conn, "bench:A:zq", "bench:A:zlock", tok, [&] { return now_ns() > give_up; }, rt)) {
           throw std::runtime_error("sorted-set queue lock not granted within 10 s");
         }
         zset_unlock(conn, sha, "bench:A:zlock", tok, rt);
@@ -718,9 +741,10 @@ void scenario_A(Env& e) {
   ja["pairs_per_block"] = n;
   ja["rtt_us"] = rtt;
   e.md += "\n### A. Uncontended acquire+release (one client, sequential)\n\n";
-  e.md += fmt("Median PING RTT %.0f µs. Ratios are medians over %d interleaved blocks of (block median / PING median of "
-              "the same block).\n\n",
-              rtt, blocks);
+  e.md +=
+      fmt("Median PING RTT %.0f µs. Ratios are medians over %d interleaved blocks of (block median / PING median of "
+          "the same block).\n\n",
+          rtt, blocks);
   e.md += "| system | median | p99 | × RTT (paired) | round trips | Redis cmds | Redis CPU µs | script time µs |\n";
   e.md += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
   std::string dat;
@@ -837,13 +861,13 @@ void scenario_B(Env& e) {
     jb[fmt("W%d", W)] = jw;
 
     auto row = [&](const char* sys, const Summary& s) {
-      md_rows += fmt("| %d | %s | %s | %s | %s | %s | %.2f (%.2f) | %.1f %% (%.1f %%) | %s / %s | %.1f | %.0f µs | %.0f µs | "
-                     "%.2f |\n",
-                     W, sys, thousands(s.grants_per_s).c_str(), thousands(s.cross_per_s).c_str(),
-                     lat_cell(s.p50_us, s.p50_rtt).c_str(), lat_cell(s.p99_us, s.p99_rtt).c_str(),
-                     s.overtakes_per_100, s.strict_per_100, s.regrab_pct, s.regrab_waiting_pct,
-                     num(s.wait_p99_ms, 1).c_str(), num(s.wait_max_ms, 0).c_str(), s.cmds_pg, s.cpu_pg, s.script_us_pg,
-                     s.rt_pg);
+      md_rows +=
+          fmt("| %d | %s | %s | %s | %s | %s | %.2f (%.2f) | %.1f %% (%.1f %%) | %s / %s | %.1f | %.0f µs | %.0f µs | "
+              "%.2f |\n",
+              W, sys, thousands(s.grants_per_s).c_str(), thousands(s.cross_per_s).c_str(),
+              lat_cell(s.p50_us, s.p50_rtt).c_str(), lat_cell(s.p99_us, s.p99_rtt).c_str(), s.overtakes_per_100,
+              s.strict_per_100, s.regrab_pct, s.regrab_waiting_pct, num(s.wait_p99_ms, 1).c_str(),
+              num(s.wait_max_ms, 0).c_str(), s.cmds_pg, s.cpu_pg, s.script_us_pg, s.rt_pg);
     };
     row("fairlock", fs);
     row("unfair", us);
@@ -861,18 +885,20 @@ void scenario_B(Env& e) {
   e.dat["b_zset.dat"] = dat_z;
   e.out["B_contended_lock"] = jb;
   e.md += "\n### B. Contended handoff: W participants on one lock, holding for ~0\n\n";
-  e.md += fmt("W ≤ 16: one process per participant; W = 64: 4 processes × 16 threads; W = 256: 8 × 32. Medians of %d "
-              "rounds of %.0f s; each round runs every W and both locks back to back (the sorted-set queue: one "
-              "longer run). Handoff = one holder's unlock() returned → the next holder's lock() returned, × the PING "
-              "RTT measured around the same run. Overtakes per 100 grants with a %.0f ms allowance for client-side "
-              "jitter (in brackets: none). Self re-grabs: share of grants taken by the participant that had just "
-              "released (in brackets: while another had been waiting since before the release). Redis CPU per grant: "
-              "the server process's CPU time (INFO cpu) over the run ÷ grants; script time: Redis's own EVALSHA "
-              "accounting ÷ grants.\n\n",
-              rounds, dur / 1000.0, static_cast<double>(e.tol_ns) / 1e6);
-  e.md += "| W | system | grants/s | grants/s to another participant | handoff p50 | handoff p99 | overtakes /100 | "
-          "self re-grabs | wait p99 / max (ms) | Redis cmds/grant | Redis CPU/grant | script time/grant | round "
-          "trips/grant |\n";
+  e.md +=
+      fmt("W ≤ 16: one process per participant; W = 64: 4 processes × 16 threads; W = 256: 8 × 32. Medians of %d "
+          "rounds of %.0f s; each round runs every W and both locks back to back (the sorted-set queue: one "
+          "longer run). Handoff = one holder's unlock() returned → the next holder's lock() returned, × the PING "
+          "RTT measured around the same run. Overtakes per 100 grants with a %.0f ms allowance for client-side "
+          "jitter (in brackets: none). Self re-grabs: share of grants taken by the participant that had just "
+          "released (in brackets: while another had been waiting since before the release). Redis CPU per grant: "
+          "the server process's CPU time (INFO cpu) over the run ÷ grants; script time: Redis's own EVALSHA "
+          "accounting ÷ grants.\n\n",
+          rounds, dur / 1000.0, static_cast<double>(e.tol_ns) / 1e6);
+  e.md +=
+      "| W | system | grants/s | grants/s to another participant | handoff p50 | handoff p99 | overtakes /100 | "
+      "self re-grabs | wait p99 / max (ms) | Redis cmds/grant | Redis CPU/grant | script time/grant | round "
+      "trips/grant |\n";
   e.md += "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   e.md += md_rows;
 
@@ -883,13 +909,15 @@ void scenario_B(Env& e) {
     cls += fmt("| %d | %lld | %lld | %lld | %lld | %.1f | %.1f / %.1f |\n", W, f.overtakes, f.later_arrival,
                f.fifo_violations, f.unclassified, f.margin_max_ms, f.arrival_p99_ms, f.arrival_max_ms);
   }
-  e.md += "\nfairlock's overtakes, classified: a ticket is `max(last + 1, now_ms × 1000)`, so it stamps the "
-          "millisecond at which the request reached Redis. *Reached Redis later*: the overtaken request was "
-          "timestamped first but its acquire reached Redis after the overtaker's (delay inside the client before the "
-          "script ran). *FIFO violations*: it reached Redis first and was still granted later.\n\n"
-          "| W | overtakes (2 ms allowance) | overtaken reached Redis later | FIFO violations | not classifiable "
-          "(cancelled at stop) | largest lead (ms) | lock() → Redis delay p99 / max (ms) |\n"
-          "|---:|---:|---:|---:|---:|---:|---:|\n" + cls;
+  e.md +=
+      "\nfairlock's overtakes, classified: a ticket is `max(last + 1, now_ms × 1000)`, so it stamps the "
+      "millisecond at which the request reached Redis. *Reached Redis later*: the overtaken request was "
+      "timestamped first but its acquire reached Redis after the overtaker's (delay inside the client before the "
+      "script ran). *FIFO violations*: it reached Redis first and was still granted later.\n\n"
+      "| W | overtakes (2 ms allowance) | overtaken reached Redis later | FIFO violations | not classifiable "
+      "(cancelled at stop) | largest lead (ms) | lock() → Redis delay p99 / max (ms) |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|\n" +
+      cls;
 
   // Targets.
   if (fair_s.count(16)) {
@@ -947,15 +975,16 @@ void scenario_B(Env& e) {
         sc.push_back(r.script_us_pg);
       }
       if (c.size() > 1) {
-        noise_cpu = std::max(noise_cpu, *std::max_element(c.begin(), c.end()) / *std::min_element(c.begin(), c.end()) - 1);
-        noise_script =
-            std::max(noise_script, *std::max_element(sc.begin(), sc.end()) / *std::min_element(sc.begin(), sc.end()) - 1);
+        noise_cpu =
+            std::max(noise_cpu, *std::max_element(c.begin(), c.end()) / *std::min_element(c.begin(), c.end()) - 1);
+        noise_script = std::max(noise_script,
+                                *std::max_element(sc.begin(), sc.end()) / *std::min_element(sc.begin(), sc.end()) - 1);
       }
       by_w += fmt("%s%d: %.0f", by_w.empty() ? "" : ", ", W, fair_s[W].cpu_pg);
     }
     e.target("B8", "Redis CPU per grant flat within 10 % over W",
-             fmt("%.0f–%.0f µs (spread %.0f %%); script time %.0f–%.0f µs (spread %.0f %%)", pmin, pmax,
-                 (ps - 1) * 100, smin, smax, (ss - 1) * 100),
+             fmt("%.0f–%.0f µs (spread %.0f %%); script time %.0f–%.0f µs (spread %.0f %%)", pmin, pmax, (ps - 1) * 100,
+                 smin, smax, (ss - 1) * 100),
              ps <= 1.10,
              ps <= 1.10 ? ""
                         : fmt("median µs by W: %s, while commands per grant are flat; the rounds of one and the same W "
@@ -974,12 +1003,14 @@ void scenario_C(Env& e) {
   const int dur = e.smoke ? 600 : 3000;
   Json jc = Json::object();
   e.md += "\n### C. Semaphore of 4 permits, holding for ~0\n\n";
-  e.md += "Grant order is the server's: an observer subscribed to the workers' wake channels sees every handoff "
-          "grant in the order the scripts made them; it must follow the tickets (fences), and overtakes are then "
-          "counted against fence order with the 2 ms allowance on the start of waiting (in brackets: none).\n\n";
-  e.md += "| W | admissions/s | overtakes /100 | handoff grants out of ticket order (server) | max concurrent "
-          "holders | wait p99 / max (ms) | Redis cmds/grant | round trips/grant |\n"
-          "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  e.md +=
+      "Grant order is the server's: an observer subscribed to the workers' wake channels sees every handoff "
+      "grant in the order the scripts made them; it must follow the tickets (fences), and overtakes are then "
+      "counted against fence order with the 2 ms allowance on the start of waiting (in brackets: none).\n\n";
+  e.md +=
+      "| W | admissions/s | overtakes /100 | handoff grants out of ticket order (server) | max concurrent "
+      "holders | wait p99 / max (ms) | Redis cmds/grant | round trips/grant |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   long long ot = 0, obs_all = 0, inv_all = 0, later = 0, uncl = 0;
   double arrival_max = 0;
   int maxh = 0;
@@ -1018,8 +1049,8 @@ void scenario_C(Env& e) {
     jw["observed_out_of_ticket_order"] = inv;
     jc[fmt("W%d", W)] = jw;
     e.md += fmt("| %d | %s | %.2f (%.2f) | %lld of %lld | %d | %s / %s | %.1f | %.2f |\n", W,
-                thousands(sm.grants_per_s).c_str(), sm.overtakes_per_100, sm.strict_per_100, inv, obs,
-                sm.max_holders, num(sm.wait_p99_ms, 1).c_str(), num(sm.wait_max_ms, 0).c_str(), sm.cmds_pg, sm.rt_pg);
+                thousands(sm.grants_per_s).c_str(), sm.overtakes_per_100, sm.strict_per_100, inv, obs, sm.max_holders,
+                num(sm.wait_p99_ms, 1).c_str(), num(sm.wait_max_ms, 0).c_str(), sm.cmds_pg, sm.rt_pg);
   }
   e.out["C_semaphore"] = jc;
   e.target("C1", "semaphore: never more than 4 holders", fmt("max %d", maxh), maxh <= 4 && maxh > 0);
@@ -1052,12 +1083,14 @@ void scenario_D(Env& e) {
   const int cycles = e.smoke ? 100 : 2000;
   Json jd = Json::object();
   e.md += "\n### D. Scale of one queue (waiters are protocol-level entries kept alive by a long liveness)\n\n";
-  e.md += fmt("Server time per script call is Redis's own `usec` accounting (INFO commandstats), call by call, for "
-              "the acquire that queues a newcomer at the tail and the release that hands the lock to the head (the "
-              "queue keeps its length). The sizes are measured interleaved, %d cycles each; mean (median).\n\n",
-              cycles);
-  e.md += "| queued waiters | acquire (queue) µs/call | release (handoff) µs/call | bytes/waiter (MEMORY USAGE q+w) "
-          "| bytes/waiter (used_memory) |\n|---:|---:|---:|---:|---:|\n";
+  e.md +=
+      fmt("Server time per script call is Redis's own `usec` accounting (INFO commandstats), call by call, for "
+          "the acquire that queues a newcomer at the tail and the release that hands the lock to the head (the "
+          "queue keeps its length). The sizes are measured interleaved, %d cycles each; mean (median).\n\n",
+          cycles);
+  e.md +=
+      "| queued waiters | acquire (queue) µs/call | release (handoff) µs/call | bytes/waiter (MEMORY USAGE q+w) "
+      "| bytes/waiter (used_memory) |\n|---:|---:|---:|---:|---:|\n";
   Redis c(e.host, e.port, 30000);
   const std::uint64_t cid = 0xd0d0d0d0ULL;
   std::uint64_t counter = 0;
@@ -1217,7 +1250,9 @@ void scenario_E(Env& e) {
           Redis& c = *conns[static_cast<std::size_t>(t)];
           const std::int64_t give_up = now_ns() + 10000 * kMs;
           for (int i = t; i < names; i += threads) {
-            if (!unfair_lock(c, fmt("bench:E:u:%d", i), "tok", [&] { return now_ns() > give_up; }, rt)) errors++;
+            if (!unfair_lock(
+                    c, fmt("bench:E:u:%d", i), "tok", [&] { return now_ns() > give_up; }, rt))
+              errors++;
           }
           for (int i = t; i < names; i += threads) unfair_unlock(c, sha, fmt("bench:E:u:%d", i), "tok", rt);
         } catch (const std::exception&) {
@@ -1234,7 +1269,8 @@ void scenario_E(Env& e) {
       const bool is_fair = (k == 0) == (r % 2 == 0);
       ServerSnap s0 = snapshot(*e.admin);
       std::int64_t t0 = now_ns();
-      if (is_fair) fair_round(); else unfair_round();
+      if (is_fair) fair_round();
+      else unfair_round();
       double secs = static_cast<double>(now_ns() - t0) / 1e9;
       ServerDelta d = delta(s0, snapshot(*e.admin));
       rate[is_fair ? 0 : 1] = names / secs;
@@ -1257,8 +1293,8 @@ void scenario_E(Env& e) {
   j["unfair_commands_per_grant"] = median(unfair_cmds);
   j["heartbeats"] = static_cast<long long>(client.stats().heartbeats);
   e.out["E_many_names"] = j;
-  e.md += fmt("\n### E. Many names: %d lock names, %d threads each taking its share then releasing it\n\n", names,
-              threads);
+  e.md +=
+      fmt("\n### E. Many names: %d lock names, %d threads each taking its share then releasing it\n\n", names, threads);
   e.md += "| system | grants/s (median of rounds) | Redis cmds/grant (release included) |\n|---|---:|---:|\n";
   e.md += fmt("| fairlock | %.0f | %.1f |\n| unfair SET NX | %.0f | %.1f |\n", median(fair_rate), median(fair_cmds),
               median(unfair_rate), median(unfair_cmds));
@@ -1276,10 +1312,12 @@ void scenario_F(Env& e) {
   jf["liveness_ttl_ms"] = liveness_ms;
   e.md += fmt("\n### F. Heartbeat cost: one process hosting N waiters (liveness_ttl %d ms, heartbeat every %d ms)\n\n",
               liveness_ms, liveness_ms / 3);
-  e.md += "The lock is held by an entry with a long lease, so the waiters only wait. Per heartbeat interval, for "
-          "the whole process:\n\n";
-  e.md += "| waiters | names | round trips | EVALSHA calls | Redis cmds (inside scripts included) | acquire "
-          "re-checks (timer wake-ups) | script time µs |\n|---:|---:|---:|---:|---:|---:|---:|\n";
+  e.md +=
+      "The lock is held by an entry with a long lease, so the waiters only wait. Per heartbeat interval, for "
+      "the whole process:\n\n";
+  e.md +=
+      "| waiters | names | round trips | EVALSHA calls | Redis cmds (inside scripts included) | acquire "
+      "re-checks (timer wake-ups) | script time µs |\n|---:|---:|---:|---:|---:|---:|---:|\n";
   double worst_rt = 0;
   std::string rt_list;
   for (int names_mode = 0; names_mode < 2; ++names_mode) {
@@ -1291,8 +1329,8 @@ void scenario_F(Env& e) {
       std::vector<std::vector<std::string>> holds;
       for (int i = 0; i < nnames; ++i) {
         RawKeys k("fairlock", fmt("bench:F:%d", i));
-        holds.push_back(raw_acquire_argv(k, fake_member('n', 0xf00dULL, static_cast<std::uint64_t>(i + 1)), 1,
-                                         600000, 600000, 'q'));
+        holds.push_back(raw_acquire_argv(k, fake_member('n', 0xf00dULL, static_cast<std::uint64_t>(i + 1)), 1, 600000,
+                                         600000, 'q'));
       }
       for (auto& r : c.pipeline(holds)) {
         if (r->type != REDIS_REPLY_ARRAY || reply_int(r->element[0]) != 1) {
@@ -1324,8 +1362,8 @@ void scenario_F(Env& e) {
       }
       const std::int64_t ready_by = now_ns() + 30000 * kMs;
       while (client->stats().waits < static_cast<std::uint64_t>(N) && now_ns() < ready_by) sleep_ns(10 * kMs);
-      if (client->stats().waits < static_cast<std::uint64_t>(N)) e.fail(fmt("F: only %llu of %d waiting",
-                                                                                static_cast<unsigned long long>(client->stats().waits), N));
+      if (client->stats().waits < static_cast<std::uint64_t>(N))
+        e.fail(fmt("F: only %llu of %d waiting", static_cast<unsigned long long>(client->stats().waits), N));
       sleep_ns(static_cast<std::int64_t>(liveness_ms) * kMs);  // settle: every waiter past its first acquire
       fairlock::Stats st0 = client->stats();
       ServerSnap s0 = snapshot(*e.admin);
@@ -1356,8 +1394,8 @@ void scenario_F(Env& e) {
       // The heartbeat pipelines one EVALSHA per name into one round trip;
       // every other top-level command is a round trip of its own.
       const double hb_calls = iv * nnames;
-      const double other = static_cast<double>(d.top_level - d.evalsha) +
-                            std::max(0.0, static_cast<double>(d.evalsha) - hb_calls);
+      const double other =
+          static_cast<double>(d.top_level - d.evalsha) + std::max(0.0, static_cast<double>(d.evalsha) - hb_calls);
       const double rt_iv = iv > 0 ? (iv + other) / iv : NAN;
       worst_rt = std::max(worst_rt, rt_iv);
       rt_list += fmt("%s%d waiter%s/%d name%s: %.1f", rt_list.empty() ? "" : "; ", N, N == 1 ? "" : "s", nnames,
@@ -1377,13 +1415,14 @@ void scenario_F(Env& e) {
       for (const auto& [k, v] : d.per_command) cmds[k] = v;
       j["commands"] = cmds;
       jf[fmt("%s_N%d", names_mode == 0 ? "one_name" : "many_names", N)] = j;
-      e.md += fmt("| %d | %d | %.2f | %.0f | %.0f | %.2f | %.0f |\n", N, nnames, rt_iv,
-                  iv > 0 ? static_cast<double>(d.evalsha) / iv : NAN,
-                  iv > 0 ? static_cast<double>(d.commands) / iv : NAN, iv > 0 ? timer / iv : NAN,
-                  iv > 0 ? static_cast<double>(d.evalsha_usec) / iv : NAN);
-      e.say(fmt("  %4d waiters on %4d names: %.0f intervals, %.1f round trips/interval, %.0f cmds/interval, %.1f "
-                "timer re-checks/interval\n",
-                N, nnames, iv, rt_iv, iv > 0 ? static_cast<double>(d.commands) / iv : NAN, iv > 0 ? timer / iv : NAN));
+      e.md +=
+          fmt("| %d | %d | %.2f | %.0f | %.0f | %.2f | %.0f |\n", N, nnames, rt_iv,
+              iv > 0 ? static_cast<double>(d.evalsha) / iv : NAN, iv > 0 ? static_cast<double>(d.commands) / iv : NAN,
+              iv > 0 ? timer / iv : NAN, iv > 0 ? static_cast<double>(d.evalsha_usec) / iv : NAN);
+      e.say(
+          fmt("  %4d waiters on %4d names: %.0f intervals, %.1f round trips/interval, %.0f cmds/interval, %.1f "
+              "timer re-checks/interval\n",
+              N, nnames, iv, rt_iv, iv > 0 ? static_cast<double>(d.commands) / iv : NAN, iv > 0 ? timer / iv : NAN));
     }
   }
   e.out["F_heartbeat"] = jf;
@@ -1422,10 +1461,11 @@ void scenario_G(Env& e) {
   }
   Json jg = Json::object();
   jg["W"] = W;
-  e.md += fmt("\n### G. Wake transports, W = %d processes on one lock (medians of %d interleaved rounds)\n\n", W,
-              rounds);
-  e.md += "| transport | handoff p50 | handoff p99 | grants/s | round trips/grant | Redis cmds/grant | wake-ups per "
-          "grant: signal / keyspace / timer / heartbeat |\n|---|---:|---:|---:|---:|---:|---:|\n";
+  e.md +=
+      fmt("\n### G. Wake transports, W = %d processes on one lock (medians of %d interleaved rounds)\n\n", W, rounds);
+  e.md +=
+      "| transport | handoff p50 | handoff p99 | grants/s | round trips/grant | Redis cmds/grant | wake-ups per "
+      "grant: signal / keyspace / timer / heartbeat |\n|---|---:|---:|---:|---:|---:|---:|\n";
   std::string dat;
   for (const auto& mode : modes) {
     Summary s = summarise(runs[mode]);
@@ -1485,8 +1525,8 @@ Json machine(Env& e) {
   m["fairlock_version"] = FAIRLOCK_VERSION_STRING;
   std::string redis_version = pos != std::string::npos ? info.substr(pos + 14, info.find('\r', pos) - pos - 14) : "?";
   std::string sub = fmt("%ld CPUs (%s), redis %s, hiredis %d.%d.%d, loopback TCP; fairlock %s %s",
-                        sysconf(_SC_NPROCESSORS_ONLN), cpu.c_str(), redis_version.c_str(), HIREDIS_MAJOR,
-                        HIREDIS_MINOR, HIREDIS_PATCH, FAIRLOCK_VERSION_STRING, e.git_rev.c_str());
+                        sysconf(_SC_NPROCESSORS_ONLN), cpu.c_str(), redis_version.c_str(), HIREDIS_MAJOR, HIREDIS_MINOR,
+                        HIREDIS_PATCH, FAIRLOCK_VERSION_STRING, e.git_rev.c_str());
   for (char& c : sub) {
     if (c == '\'' || c == '"' || c == '\\') c = ' ';
   }
@@ -1532,8 +1572,10 @@ int driver_main(int argc, char** argv) {
       throw std::runtime_error("unknown argument " + a);
     }
   }
-  if (e.port <= 0) throw std::runtime_error("usage: fairlock_bench run --port P [--smoke] [--json F] [--md F] "
-                                            "[--chart-data DIR] [--micro F] [--only ABCDEFG]");
+  if (e.port <= 0)
+    throw std::runtime_error(
+        "usage: fairlock_bench run --port P [--smoke] [--json F] [--md F] "
+        "[--chart-data DIR] [--micro F] [--only ABCDEFG]");
   if (e.chart_dir.empty()) e.chart_dir = "/tmp";
   char self[4096];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);

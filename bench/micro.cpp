@@ -70,7 +70,8 @@ void BM_Unfair_LockUnlock(benchmark::State& state) {
   fbench::RtCounter rt;
   for (auto _ : state) {
     const std::int64_t give_up = fbench::now_ns() + 10000000000LL;  // uncontended: never reached
-    if (!fbench::unfair_lock(c, "micro:unfair", "tok", [&] { return fbench::now_ns() > give_up; }, rt)) {
+    if (!fbench::unfair_lock(
+            c, "micro:unfair", "tok", [&] { return fbench::now_ns() > give_up; }, rt)) {
       state.SkipWithError("unfair lock not granted within 10 s");
       break;
     }

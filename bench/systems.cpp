@@ -30,15 +30,14 @@ bool unfair_lock(Redis& c, const std::string& key, const std::string& token, con
   }
 }
 
-void unfair_unlock(Redis& c, const std::string& sha, const std::string& key, const std::string& token,
-                   RtCounter& rt) {
+void unfair_unlock(Redis& c, const std::string& sha, const std::string& key, const std::string& token, RtCounter& rt) {
   Reply r = c.cmd({"EVALSHA", sha, "1", key, token});
   rt.hit();
   if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error("unlock: " + reply_text(r.get()));
 }
 
-bool zset_lock(Redis& c, const std::string& qkey, const std::string& lkey, const std::string& token,
-               const StopFn& stop, RtCounter& rt, int first_sleep_ms) {
+bool zset_lock(Redis& c, const std::string& qkey, const std::string& lkey, const std::string& token, const StopFn& stop,
+               RtCounter& rt, int first_sleep_ms) {
   std::int64_t sleep_ms = first_sleep_ms;
   for (;;) {
     const std::int64_t now = wall_ms();
@@ -70,8 +69,7 @@ bool zset_lock(Redis& c, const std::string& qkey, const std::string& lkey, const
   }
 }
 
-void zset_unlock(Redis& c, const std::string& sha, const std::string& lkey, const std::string& token,
-                 RtCounter& rt) {
+void zset_unlock(Redis& c, const std::string& sha, const std::string& lkey, const std::string& token, RtCounter& rt) {
   unfair_unlock(c, sha, lkey, token, rt);
 }
 
@@ -100,8 +98,8 @@ std::vector<std::string> evalsha_head(fairlock::detail::Script s, const RawKeys&
 }
 }  // namespace
 
-std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits,
-                                          long long lease_ms, long long liveness_ms, char mode) {
+std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits, long long lease_ms,
+                                          long long liveness_ms, char mode) {
   auto v = evalsha_head(fairlock::detail::Script::acquire, k);
   v.insert(v.end(), {member, std::to_string(permits), std::to_string(lease_ms), std::to_string(liveness_ms),
                      std::string(1, mode)});
@@ -129,8 +127,7 @@ std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long 
 std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%c%016llx:%016llx%016llx", mode, static_cast<unsigned long long>(cid),
-                static_cast<unsigned long long>(n * 0x9e3779b97f4a7c15ULL),
-                static_cast<unsigned long long>(n));
+                static_cast<unsigned long long>(n * 0x9e3779b97f4a7c15ULL), static_cast<unsigned long long>(n));
   return buf;
 }
 

@@ -29,8 +29,7 @@ std::string load_unlock_script(Redis& c);
 //    release = Lua owner-checked DEL. Returns false if stop() turned true
 //    before it got the lock.
 bool unfair_lock(Redis& c, const std::string& key, const std::string& token, const StopFn& stop, RtCounter& rt);
-void unfair_unlock(Redis& c, const std::string& sha, const std::string& key, const std::string& token,
-                   RtCounter& rt);
+void unfair_unlock(Redis& c, const std::string& sha, const std::string& key, const std::string& token, RtCounter& rt);
 
 // 2. The published sorted-set polling queue: each poll, in one round trip,
 //    ZREMRANGEBYSCORE q -inf now (drop expired), ZADD q NX now+3000 token
@@ -39,10 +38,9 @@ void unfair_unlock(Redis& c, const std::string& sha, const std::string& key, con
 //    lease, and on success ZREM q token. Otherwise sleep 500 ms.
 // first_sleep_ms: length of the first sleep (the poller's phase); later
 // sleeps are 500 ms.
-bool zset_lock(Redis& c, const std::string& qkey, const std::string& lkey, const std::string& token,
-               const StopFn& stop, RtCounter& rt, int first_sleep_ms = 500);
-void zset_unlock(Redis& c, const std::string& sha, const std::string& lkey, const std::string& token,
-                 RtCounter& rt);
+bool zset_lock(Redis& c, const std::string& qkey, const std::string& lkey, const std::string& token, const StopFn& stop,
+               RtCounter& rt, int first_sleep_ms = 500);
+void zset_unlock(Redis& c, const std::string& sha, const std::string& lkey, const std::string& token, RtCounter& rt);
 
 // fairlock's protocol called directly (EVALSHA of the library's own scripts).
 struct RawKeys {
@@ -50,8 +48,8 @@ struct RawKeys {
   std::string q, w, h, g, seq;
 };
 void load_fairlock_scripts(Redis& c);
-std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits,
-                                          long long lease_ms, long long liveness_ms, char mode);
+std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits, long long lease_ms,
+                                          long long liveness_ms, char mode);
 std::vector<std::string> raw_release_argv(const RawKeys& k, const std::string& member, int permits);
 std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long long liveness_ms,
                                             const std::vector<std::string>& members, long long lease_ms);

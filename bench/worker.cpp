@@ -1,10 +1,10 @@
 #include "worker.h"
 
 #include <fairlock/fairlock.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -189,9 +189,9 @@ int worker_main(int argc, char** argv) {
         } else {
           token = std::to_string(a.proc) + "-" + std::to_string(t) + "-" + std::to_string(++counter);
           Redis& c = *conns[static_cast<std::size_t>(t)];
-          got = a.system == "unfair" ? unfair_lock(c, a.name + ":unfair", token, stopped, rt)
-                                     : zset_lock(c, a.name + ":zq", a.name + ":zlock", token, stopped, rt,
-                                                 first_sleep_ms);
+          got = a.system == "unfair"
+                    ? unfair_lock(c, a.name + ":unfair", token, stopped, rt)
+                    : zset_lock(c, a.name + ":zq", a.name + ":zlock", token, stopped, rt, first_sleep_ms);
           first_sleep_ms = 500;
         }
         if (!got) {

@@ -12,12 +12,12 @@ namespace fbench {
 // One request of one participant. Times are CLOCK_MONOTONIC ns; grant is 0
 // when the request was not granted (stopped or cancelled at the end).
 struct Rec {
-  int part = 0;            // participant id: process index * 1000 + thread
-  std::int64_t wait = 0;   // lock() called
-  std::int64_t grant = 0;  // lock() returned
-  std::int64_t rel_start = 0;  // unlock() called
-  std::int64_t rel_end = 0;    // unlock() returned
-  std::uint64_t fence = 0;     // fairlock only
+  int part = 0;                 // participant id: process index * 1000 + thread
+  std::int64_t wait = 0;        // lock() called
+  std::int64_t grant = 0;       // lock() returned
+  std::int64_t rel_start = 0;   // unlock() called
+  std::int64_t rel_end = 0;     // unlock() returned
+  std::uint64_t fence = 0;      // fairlock only
   std::int64_t wait_rt_us = 0;  // lock() called, CLOCK_REALTIME µs (the clock of Redis TIME on this machine)
 };
 

@@ -25,9 +25,7 @@ int main(int argc, char** argv) {
   const std::string name = "jobs:render:" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
 
   const auto t0 = std::chrono::steady_clock::now();
-  auto ms = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  };
+  auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
   std::mutex out;
   std::atomic<int> running{0}, max_running{0};
   std::vector<std::uint64_t> fence(jobs);

@@ -15,7 +15,7 @@ int main() {
   fairlock::Client client(opts);
 
   fairlock::FairSemaphore slots(client, "jobs:render", 4);  // at most 4 holders
-  if (slots.try_lock_for(std::chrono::seconds(2))) {         // queues; leaves on timeout
+  if (slots.try_lock_for(std::chrono::seconds(2))) {        // queues; leaves on timeout
     std::lock_guard<fairlock::FairSemaphore> guard(slots, std::adopt_lock);
     std::cout << "admitted with fence " << slots.fence() << "\n";
   } else {

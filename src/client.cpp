@@ -121,8 +121,9 @@ void Pool::give_back(std::unique_ptr<Connection> c) {
 
 ClientImpl::ClientImpl(Options o)
     : opts_(validated(std::move(o))),
-      log_(opts_.logger ? opts_.logger
-                        : std::make_shared<spdlog::logger>("fairlock", std::make_shared<spdlog::sinks::null_sink_mt>())),
+      log_(opts_.logger
+               ? opts_.logger
+               : std::make_shared<spdlog::logger>("fairlock", std::make_shared<spdlog::sinks::null_sink_mt>())),
       id_(random_hex(8)),
       mode_(opts_.notify) {
   pool_ = std::make_unique<Pool>(parse_url(opts_.url), opts_, counters, *log_);
@@ -175,7 +176,9 @@ void ClientImpl::start() {
     }
   }
   log_->info("fairlock: client {} started ({} mode)", id_,
-             mode_ == Notify::publish ? "publish" : mode_ == Notify::keyspace ? "keyspace" : "poll");
+             mode_ == Notify::publish    ? "publish"
+             : mode_ == Notify::keyspace ? "keyspace"
+                                         : "poll");
 }
 
 void ClientImpl::check_keyspace_config() {
@@ -369,8 +372,8 @@ void ClientImpl::beat() {
     auto [it, fresh] = groups.try_emplace(p->name());
     if (fresh) {
       it->second.call = calls.size();
-      calls.push_back(ScriptCall{Script::heartbeat, &p->keys(),
-                                 {std::to_string(p->permits()), std::to_string(opts_.liveness_ttl.count())}});
+      calls.push_back(ScriptCall{
+          Script::heartbeat, &p->keys(), {std::to_string(p->permits()), std::to_string(opts_.liveness_ttl.count())}});
     }
     auto& args = calls[it->second.call].args;
     args.push_back(item->member);
@@ -590,9 +593,7 @@ void ClientImpl::dispatch(const redisReply& r) {
 
 // ---------------------------------------------------------------- Client
 
-Client::Client(Options options) : impl_(std::make_shared<detail::ClientImpl>(std::move(options))) {
-  impl_->start();
-}
+Client::Client(Options options) : impl_(std::make_shared<detail::ClientImpl>(std::move(options))) { impl_->start(); }
 
 Client::~Client() { impl_->shutdown(); }
 
@@ -623,17 +624,15 @@ QueueState Client::inspect(const std::string& name, std::size_t max_waiters) {
   st.waiter_count = static_cast<std::size_t>(reply_integer(reply_at(*r, 4)));
   const auto& h = reply_at(*r, 5);
   for (std::size_t i = 0; i + 3 < reply_size(h); i += 4) {
-    st.holders.push_back(HolderInfo{std::string(reply_string(reply_at(h, i))),
-                                    static_cast<std::uint64_t>(reply_integer(reply_at(h, i + 1))),
-                                    milliseconds(reply_integer(reply_at(h, i + 2))),
-                                    milliseconds(reply_integer(reply_at(h, i + 3)))});
+    st.holders.push_back(HolderInfo{
+        std::string(reply_string(reply_at(h, i))), static_cast<std::uint64_t>(reply_integer(reply_at(h, i + 1))),
+        milliseconds(reply_integer(reply_at(h, i + 2))), milliseconds(reply_integer(reply_at(h, i + 3)))});
   }
   const auto& w = reply_at(*r, 6);
   for (std::size_t i = 0; i + 3 < reply_size(w); i += 4) {
-    st.waiters.push_back(WaiterInfo{std::string(reply_string(reply_at(w, i))), i / 4,
-                                    static_cast<std::uint64_t>(reply_integer(reply_at(w, i + 1))),
-                                    milliseconds(reply_integer(reply_at(w, i + 2))),
-                                    milliseconds(reply_integer(reply_at(w, i + 3)))});
+    st.waiters.push_back(WaiterInfo{
+        std::string(reply_string(reply_at(w, i))), i / 4, static_cast<std::uint64_t>(reply_integer(reply_at(w, i + 1))),
+        milliseconds(reply_integer(reply_at(w, i + 2))), milliseconds(reply_integer(reply_at(w, i + 3)))});
   }
   return st;
 }

@@ -27,9 +27,8 @@ namespace fairlock::detail {
 class Participant;
 
 struct Counters {
-  std::atomic<std::uint64_t> grants{0}, waits{0}, timeouts{0}, cancels{0}, wakes_signal{0},
-      wakes_keyspace{0}, wakes_timer{0}, wakes_heartbeat{0}, lost{0}, reconnects{0}, script_reloads{0},
-      heartbeats{0};
+  std::atomic<std::uint64_t> grants{0}, waits{0}, timeouts{0}, cancels{0}, wakes_signal{0}, wakes_keyspace{0},
+      wakes_timer{0}, wakes_heartbeat{0}, lost{0}, reconnects{0}, script_reloads{0}, heartbeats{0};
 };
 
 // A fixed-size pool of blocking connections, created lazily; a connection
@@ -131,9 +130,9 @@ class ClientImpl {
   // Subscriber state, guarded by sub_mu_.
   std::mutex sub_mu_;
   std::condition_variable sub_cv_;
-  std::map<std::string, int> watched_;            // name -> refcount (keyspace)
+  std::map<std::string, int> watched_;               // name -> refcount (keyspace)
   std::map<std::string, std::string> channel_name_;  // keyspace channel -> name
-  std::set<std::string> confirmed_;               // channels subscribed now
+  std::set<std::string> confirmed_;                  // channels subscribed now
   bool sub_dirty_ = false;
   int event_fd_ = -1;
   std::thread sub_thread_;

@@ -215,8 +215,7 @@ void throw_reply_error(const redisReply& r, std::string_view context) {
   std::string msg(r.str ? std::string_view(r.str, r.len) : std::string_view("unknown error"));
   std::string where(context);
   if (msg.rfind("FLPERMITS ", 0) == 0) {
-    throw PermitsMismatch(where + ": permits mismatch: this name is in use with " + msg.substr(10) +
-                          " permit(s)");
+    throw PermitsMismatch(where + ": permits mismatch: this name is in use with " + msg.substr(10) + " permit(s)");
   }
   throw ServerError(where + ": " + msg);
 }

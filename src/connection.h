@@ -43,8 +43,7 @@ using Argv = std::vector<std::string_view>;
 // broken() (the pool then drops it).
 class Connection {
  public:
-  Connection(const Endpoint& ep, std::chrono::milliseconds connect_timeout,
-             std::chrono::milliseconds command_timeout);
+  Connection(const Endpoint& ep, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds command_timeout);
   ReplyPtr command(const Argv& argv);
   std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
   // For the subscriber: queue a command without reading its reply.

@@ -39,8 +39,7 @@ bool FairSemaphore::wait_for(std::chrono::duration<double> timeout) {
   auto& p = live(p_);
   if (!(timeout.count() > 0)) return p.acquire(std::nullopt, false);  // <= 0 or NaN: try_lock
   if (timeout.count() > 1e9) return p.acquire(std::nullopt, true);    // ~31 years: no deadline
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
   return p.acquire(deadline, true);
 }
 

@@ -22,14 +22,13 @@ constexpr long long kMaxMillis = 2147483647;
 }  // namespace
 
 struct Participant::Reply {
-  long long status = 0;      // 1 granted, 0 queued, -1 busy
-  std::uint64_t value = 0;   // fence (granted) or ticket (queued)
+  long long status = 0;     // 1 granted, 0 queued, -1 busy
+  std::uint64_t value = 0;  // fence (granted) or ticket (queued)
   long long position = -1;
   long long next_ms = -1;
 };
 
-Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits,
-                         LockOptions opts)
+Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits, LockOptions opts)
     : client_(std::move(client)),
       name_(std::move(name)),
       permits_(permits),
@@ -105,7 +104,8 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ == State::held) throw std::logic_error("fairlock: " + name_ + " is already held by this object");
-    if (state_ == State::waiting) throw std::logic_error("fairlock: " + name_ + " is already waiting in another thread");
+    if (state_ == State::waiting)
+      throw std::logic_error("fairlock: " + name_ + " is already waiting in another thread");
     if (state_ == State::lost) stale = member_;  // known lost, but it may linger in Redis
     member_ = client_->new_member();
     member = member_;

@@ -21,8 +21,7 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 
 class Participant : public std::enable_shared_from_this<Participant> {
  public:
-  Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits,
-              LockOptions opts);
+  Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits, LockOptions opts);
 
   // deadline: nullopt waits until granted or cancelled. queue=false never
   // queues (try_lock). Returns true when granted.

@@ -100,8 +100,8 @@ std::vector<ReplyPtr> run_scripts(Connection& c, const std::vector<ScriptCall>& 
   // those: the others already ran).
   reloads.fetch_add(1, std::memory_order_relaxed);
   std::vector<Argv> loads;
-  for (Script s : {Script::acquire, Script::release, Script::cancel, Script::heartbeat, Script::inspect,
-                   Script::evict}) {
+  for (Script s :
+       {Script::acquire, Script::release, Script::cancel, Script::heartbeat, Script::inspect, Script::evict}) {
     loads.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
   }
   for (const auto& r : c.pipeline(loads)) {

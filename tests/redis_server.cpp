@@ -72,9 +72,10 @@ RedisServer::~RedisServer() {
 }
 
 void RedisServer::start() {
-  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                   "--dir", dir_, "--save", "", "--appendonly", "no", "--daemonize", "no",
-                                   "--logfile", dir_ + "/redis.log"};
+  std::vector<std::string> args = {
+      "redis-server",     "--port", std::to_string(port_), "--bind", "127.0.0.1",   "--dir", dir_,
+      "--save",           "",       "--appendonly",        "no",     "--daemonize", "no",    "--logfile",
+      dir_ + "/redis.log"};
   for (const auto& e : extra_) args.push_back(e);
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");

@@ -229,10 +229,15 @@ TEST(Cli, WatchPrintsPlainFramesWhenNotATerminal) {
 }
 
 TEST(Cli, UsageErrorsAreOneLineAndStatus64) {
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {"run", "x"}, {"run", "--wait", "soon", "x", "--", "true"}, {"run", "--lease", "-1s", "x", "true"},
-           {"status"}, {"frobnicate"}, {"status", "--bogus", "x"}, {"run", "--permits", "0", "x", "true"},
-           {"status", "a{b"}}) {
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{"run", "x"},
+                                             {"run", "--wait", "soon", "x", "--", "true"},
+                                             {"run", "--lease", "-1s", "x", "true"},
+                                             {"status"},
+                                             {"frobnicate"},
+                                             {"status", "--bogus", "x"},
+                                             {"run", "--permits", "0", "x", "true"},
+                                             {"status", "a{b"}}) {
     Result r = run_cli(args);
     EXPECT_EQ(r.status, 64) << args[0] << " " << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;

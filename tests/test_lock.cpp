@@ -1,14 +1,13 @@
 // FairLock / FairSemaphore through the public API, with threads.
 #include <gtest/gtest.h>
-
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <set>
 #include <sstream>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -62,8 +61,7 @@ TEST(Lock, MutualExclusionAcrossThreadsWithANonAtomicCounter) {
 
 // Queues `n` waiters one at a time (each confirmed in Redis before the next
 // starts), then lets them run; returns the order in which they were granted.
-std::vector<int> grant_order(Client& client, const std::string& name, std::uint32_t permits, int n,
-                             int* max_holders) {
+std::vector<int> grant_order(Client& client, const std::string& name, std::uint32_t permits, int n, int* max_holders) {
   FairSemaphore gate(client, name, permits);
   std::vector<std::unique_ptr<FairSemaphore>> blockers;
   // Fill every permit so the waiters must queue.
@@ -494,8 +492,7 @@ TEST(Heartbeat, OneBatchedCallPerNamePerRoundWhateverTheWaiters) {
 
 TEST(Logging, UsesTheInjectedLoggerAndNeverTheRegistry) {
   auto sink = std::make_shared<std::ostringstream>();
-  auto logger = std::make_shared<spdlog::logger>(
-      "mine", std::make_shared<spdlog::sinks::ostream_sink_mt>(*sink));
+  auto logger = std::make_shared<spdlog::logger>("mine", std::make_shared<spdlog::sinks::ostream_sink_mt>(*sink));
   logger->set_level(spdlog::level::debug);
   {
     RedisServer plain;

@@ -33,8 +33,8 @@ TEST(Process, ProcessesAreServedInArrivalOrder) {
   gate.lock();
   std::vector<std::unique_ptr<Child>> kids;
   for (int i = 0; i < 5; ++i) {
-    kids.push_back(std::make_unique<Child>(
-        std::vector<std::string>{server().url(), "order", name, log, std::to_string(i)}));
+    kids.push_back(
+        std::make_unique<Child>(std::vector<std::string>{server().url(), "order", name, log, std::to_string(i)}));
     ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == i + 1; }));
   }
   gate.unlock();

@@ -100,12 +100,12 @@ TEST_F(Scripts, RetriedAcquireReturnsSameGrant) {
 TEST_F(Scripts, ReleaseChecksOwnerAndIsIdempotent) {
   acquire(member(1));
   acquire(member(2));
-  EXPECT_EQ(release(member(9)), 0);   // stranger
-  EXPECT_EQ(release(member(2)), 0);   // a waiter, not a holder
+  EXPECT_EQ(release(member(9)), 0);  // stranger
+  EXPECT_EQ(release(member(2)), 0);  // a waiter, not a holder
   EXPECT_EQ(redis({"ZSCORE", keys.h, member(1)}) != "(nil)", true);
   EXPECT_EQ(redis({"ZCARD", keys.q}), "1");
   EXPECT_EQ(release(member(1)), 1);
-  EXPECT_EQ(release(member(1)), 0);   // repeated: harmless
+  EXPECT_EQ(release(member(1)), 0);                          // repeated: harmless
   EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");  // the handoff survived it
 }
 
@@ -129,8 +129,8 @@ TEST_F(Scripts, HandoffSignalsOnlyTheGrantee) {
   const std::string cid_b = "00000000000000b1", cid_c = "00000000000000c1";
   redisContext* sub = redisConnect("127.0.0.1", server().port());
   ASSERT_TRUE(sub && !sub->err);
-  auto* r = static_cast<redisReply*>(redisCommand(sub, "SUBSCRIBE fairlock:wake:%s fairlock:wake:%s",
-                                                  cid_b.c_str(), cid_c.c_str()));
+  auto* r = static_cast<redisReply*>(
+      redisCommand(sub, "SUBSCRIBE fairlock:wake:%s fairlock:wake:%s", cid_b.c_str(), cid_c.c_str()));
   freeReplyObject(r);
   redisGetReply(sub, reinterpret_cast<void**>(&r));  // second subscribe confirmation
   freeReplyObject(r);
@@ -249,9 +249,7 @@ TEST_F(Scripts, PermitsMismatchIsAnError) {
 }
 
 TEST_F(Scripts, MalformedArgvGetsDocumentedErrors) {
-  auto bad = [&](Script s, std::vector<std::string> args) {
-    return error_of(call(s, std::move(args))).substr(0, 9);
-  };
+  auto bad = [&](Script s, std::vector<std::string> args) { return error_of(call(s, std::move(args))).substr(0, 9); };
   EXPECT_EQ(bad(Script::acquire, {"not-a-member", "1", "1000", "1000", "q"}), "FLBADARG ");
   EXPECT_EQ(bad(Script::acquire, {member(1), "0", "1000", "1000", "q"}), "FLBADARG ");
   EXPECT_EQ(bad(Script::acquire, {member(1), "1", "abc", "1000", "q"}), "FLBADARG ");

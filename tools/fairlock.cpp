@@ -9,8 +9,8 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -97,7 +97,11 @@ std::chrono::milliseconds parse_duration(const std::string& s, const char* what)
     throw UsageError(std::string(what) + ": not a duration: '" + s + "'");
   }
   const std::string unit = s.substr(used);
-  const double factor = unit == "ms" ? 1 : unit == "s" || unit.empty() ? 1e3 : unit == "m" ? 6e4 : unit == "h" ? 3.6e6 : 0;
+  const double factor = unit == "ms"                  ? 1
+                        : unit == "s" || unit.empty() ? 1e3
+                        : unit == "m"                 ? 6e4
+                        : unit == "h"                 ? 3.6e6
+                                                      : 0;
   if (factor == 0) throw UsageError(std::string(what) + ": unknown unit in '" + s + "' (use ms, s, m or h)");
   const double ms = v * factor;
   if (!(ms > 0) || ms > 2147483647.0) throw UsageError(std::string(what) + ": must be positive and below 24 days");
@@ -109,8 +113,8 @@ long long parse_count(const std::string& s, const char* what, long long lo, long
   errno = 0;
   long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end || errno || v < lo || v > hi) {
-    throw UsageError(std::string(what) + ": expected an integer in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "], got '" + s + "'");
+    throw UsageError(std::string(what) + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got '" + s + "'");
   }
   return v;
 }
@@ -172,7 +176,8 @@ Args parse(int argc, char** argv) {
   Args a;
   const char* env = std::getenv("FAIRLOCK_URL");
   a.url = env && *env ? env : "redis://127.0.0.1:6379";
-  const std::vector<std::string> with_value = {"--url", "--prefix", "--permits", "--lease", "--wait", "--interval", "--count"};
+  const std::vector<std::string> with_value = {"--url",  "--prefix",   "--permits", "--lease",
+                                               "--wait", "--interval", "--count"};
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--") {
@@ -241,7 +246,8 @@ std::atomic<pid_t> g_child{0};
 std::atomic<bool> g_waiting{true};
 
 int cmd_run(const Args& a) {
-  if (a.positional.size() != 1 || a.exec.empty()) throw UsageError("usage: fairlock run [options] NAME -- CMD [ARGS...]");
+  if (a.positional.size() != 1 || a.exec.empty())
+    throw UsageError("usage: fairlock run [options] NAME -- CMD [ARGS...]");
   const std::string& name = a.positional[0];
   std::uint32_t permits = 1;
   if (a.values.count("--permits")) {
@@ -337,8 +343,8 @@ int cmd_run(const Args& a) {
 // --------------------------------------------------------------- status / watch
 
 void print_table(const fairlock::QueueState& st, std::ostream& out) {
-  out << "name " << printable(st.name) << "  permits " << st.permits << "  holders " << st.holder_count
-      << "  waiters " << st.waiter_count << "  last fence " << st.last_fence << "\n";
+  out << "name " << printable(st.name) << "  permits " << st.permits << "  holders " << st.holder_count << "  waiters "
+      << st.waiter_count << "  last fence " << st.last_fence << "\n";
   char line[256];
   if (!st.holders.empty()) {
     std::snprintf(line, sizeof line, "  %-8s %-50s %18s %9s %11s\n", "HOLDER", "TOKEN", "FENCE", "HELD", "LEASE LEFT");
@@ -350,7 +356,8 @@ void print_table(const fairlock::QueueState& st, std::ostream& out) {
     }
   }
   if (!st.waiters.empty()) {
-    std::snprintf(line, sizeof line, "  %-8s %-50s %18s %9s %11s\n", "WAITER", "TOKEN", "TICKET", "WAITED", "LIVE LEFT");
+    std::snprintf(line, sizeof line, "  %-8s %-50s %18s %9s %11s\n", "WAITER", "TOKEN", "TICKET", "WAITED",
+                  "LIVE LEFT");
     out << line;
     for (const auto& w : st.waiters) {
       std::snprintf(line, sizeof line, "  #%-7zu %-50s %18llu %9s %11s\n", w.position, printable(w.token).c_str(),
@@ -396,7 +403,7 @@ int cmd_status(const Args& a) {
 int cmd_watch(const Args& a) {
   need_positional(a, 1, "watch [--interval D] [--count N] NAME");
   auto interval = a.values.count("--interval") ? parse_duration(a.values.at("--interval"), "--interval")
-                                                : std::chrono::milliseconds(1000);
+                                               : std::chrono::milliseconds(1000);
   long long count = a.values.count("--count") ? parse_count(a.values.at("--count"), "--count", 1, 1000000000) : -1;
   sigset_t set;
   sigemptyset(&set);

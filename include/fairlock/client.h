@@ -15,25 +15,25 @@ class ClientImpl;
 
 // What a Client has done since it was created (monotonic counters).
 struct Stats {
-  std::uint64_t grants = 0;            // grants obtained by this process
-  std::uint64_t waits = 0;             // lock attempts that had to queue
-  std::uint64_t timeouts = 0;          // waits that ended at their deadline
-  std::uint64_t cancels = 0;           // waits cancelled
-  std::uint64_t wakes_signal = 0;      // grants learned from a PUBLISH message
-  std::uint64_t wakes_keyspace = 0;    // wake-ups by a keyspace event
-  std::uint64_t wakes_timer = 0;       // acquire re-runs woken by a timer (polling)
-  std::uint64_t wakes_heartbeat = 0;   // grants learned from a heartbeat reply
-  std::uint64_t lost = 0;              // grants found lost
-  std::uint64_t reconnects = 0;        // connections re-established
-  std::uint64_t script_reloads = 0;    // NOSCRIPT recoveries
-  std::uint64_t heartbeats = 0;        // heartbeat rounds (one round trip each)
+  std::uint64_t grants = 0;           // grants obtained by this process
+  std::uint64_t waits = 0;            // lock attempts that had to queue
+  std::uint64_t timeouts = 0;         // waits that ended at their deadline
+  std::uint64_t cancels = 0;          // waits cancelled
+  std::uint64_t wakes_signal = 0;     // grants learned from a PUBLISH message
+  std::uint64_t wakes_keyspace = 0;   // wake-ups by a keyspace event
+  std::uint64_t wakes_timer = 0;      // acquire re-runs woken by a timer (polling)
+  std::uint64_t wakes_heartbeat = 0;  // grants learned from a heartbeat reply
+  std::uint64_t lost = 0;             // grants found lost
+  std::uint64_t reconnects = 0;       // connections re-established
+  std::uint64_t script_reloads = 0;   // NOSCRIPT recoveries
+  std::uint64_t heartbeats = 0;       // heartbeat rounds (one round trip each)
 };
 
 // A holder of a name, as Client::inspect reports it.
 struct HolderInfo {
-  std::string token;                      // the queue member ("p<client>:<token>")
+  std::string token;  // the queue member ("p<client>:<token>")
   std::uint64_t fence = 0;
-  std::chrono::milliseconds held{0};      // since the grant
+  std::chrono::milliseconds held{0};        // since the grant
   std::chrono::milliseconds lease_left{0};  // <= 0: expired, not yet pruned
 };
 
@@ -49,7 +49,7 @@ struct WaiterInfo {
 // The state of one name, read atomically; all times from Redis TIME.
 struct QueueState {
   std::string name;
-  std::uint32_t permits = 0;   // 0 when the name is idle
+  std::uint32_t permits = 0;     // 0 when the name is idle
   std::uint64_t last_fence = 0;  // the counter: the largest ticket issued
   std::size_t holder_count = 0;
   std::size_t waiter_count = 0;  // all waiters; `waiters` lists the first ones

@@ -18,8 +18,7 @@ class Participant;
 // (one claim at a time). Meets Lockable and TimedLockable.
 class FairSemaphore {
  public:
-  FairSemaphore(Client& client, std::string name, std::uint32_t permits,
-                LockOptions options = LockOptions());
+  FairSemaphore(Client& client, std::string name, std::uint32_t permits, LockOptions options = LockOptions());
   ~FairSemaphore();  // cancels a wait / releases a grant, best-effort, never throws
   FairSemaphore(FairSemaphore&&) noexcept;
   FairSemaphore& operator=(FairSemaphore&&) noexcept;
