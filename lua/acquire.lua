@@ -43,12 +43,12 @@ end
 prune(now)
 cleanup()  -- a name left with only expired entries is idle again
 local stored = redis.call('HGET', G, 'permits')
-if stored and not tonumber(stored) then
+if stored and not valid_permits(stored) then
   redis.call('HSET', G, 'permits', permits)  -- garbage (tampered): repair
-elseif stored and tonumber(stored) ~= permits then
-  fill(now, tonumber(stored))  -- what prune freed is still handed on
+elseif stored and valid_permits(stored) ~= permits then
+  fill(now, stored_permits(permits))  -- what prune freed is still handed on
   cleanup(now, nil)
-  return fail('PERMITS', tostring(stored))
+  return fail('PERMITS', stored)
 end
 fill(now, permits)
 
@@ -62,14 +62,19 @@ end
 local function earliest_holder()
   local first = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
   if #first == 0 then return -1 end
-  return math.max(0, tonumber(first[2]) - now)
+  return math.min(MAX_MS, math.max(0, tonumber(first[2]) - now))
 end
 
-local ticket = live_score(W, member, now) and redis.call('ZSCORE', Q, member)
+local ticket = live_score(W, member, now) and tonumber(redis.call('ZSCORE', Q, member))
+if ticket and not valid_fence(ticket) then  -- corrupt (tampered): queue again below
+  redis.call('ZREM', Q, member)
+  redis.call('ZREM', W, member)
+  ticket = nil
+end
 if ticket then
   redis.call('ZADD', W, now + liveness, member)
   cleanup(now, now + liveness)
-  return {0, tonumber(ticket), redis.call('ZRANK', Q, member), earliest_holder()}
+  return {0, ticket, redis.call('ZRANK', Q, member), earliest_holder()}
 end
 
 -- After fill(), a free permit with an empty queue means nobody live waits.

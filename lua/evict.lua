@@ -19,6 +19,6 @@ elseif redis.call('ZREM', Q, member) == 1 then
   result = 2
 end
 prune(now)
-fill(now, stored_permits(permits))
+fill(now, valid_permits(redis.call('HGET', G, 'permits')) or permits)  -- the operator's call: as stored
 cleanup(now, nil)
 return result

@@ -11,11 +11,22 @@
 --   waiters      flat array, 4 per listed waiter, in queue order:
 --                member, ticket, waited_ms, liveness_left_ms
 --   A *_left_ms <= 0 marks an expired entry that no call has pruned yet.
+--   Invalid stored values (tampered keys) read as 0; ms figures are clamped
+--   to +-(2^31-1).
 --   waited_ms comes from the ticket's arrival stamp (see lib.lua).
 -- Errors: "FLBADARG <text>"
 local limit, err = int_arg(1, 0, 100000, 'limit')
 if not limit then return err end
 local now = now_ms()
+-- Tampered keys may hold any score: report them clamped, never as garbage.
+local function ms(v)
+  if not v or v ~= v then return 0 end
+  return math.max(-MAX_MS, math.min(MAX_MS, v))
+end
+local function fence_or_0(v)
+  if valid_fence(v) then return v end
+  return 0
+end
 
 local holders = {}
 local h = redis.call('ZRANGE', H, 0, -1, 'WITHSCORES')
@@ -24,9 +35,9 @@ for i = 1, #h, 2 do
   local v = redis.call('HGET', G, member) or ''
   local fence, since = string.match(v, '^(%d+):(%d+)$')
   holders[#holders + 1] = member
-  holders[#holders + 1] = tonumber(fence) or 0
-  holders[#holders + 1] = since and (now - tonumber(since)) or -1
-  holders[#holders + 1] = deadline - now
+  holders[#holders + 1] = fence_or_0(tonumber(fence))
+  holders[#holders + 1] = since and ms(now - tonumber(since)) or -1
+  holders[#holders + 1] = ms(deadline - now)
 end
 
 local waiters = {}
@@ -36,11 +47,11 @@ if limit > 0 then
     local member, ticket = q[i], tonumber(q[i + 1])
     local deadline = tonumber(redis.call('ZSCORE', W, member)) or now
     waiters[#waiters + 1] = member
-    waiters[#waiters + 1] = ticket
-    waiters[#waiters + 1] = math.max(0, now - math.floor(ticket / 1000))
-    waiters[#waiters + 1] = deadline - now
+    waiters[#waiters + 1] = fence_or_0(ticket)
+    waiters[#waiters + 1] = valid_fence(ticket) and ms(math.max(0, now - math.floor(ticket / 1000))) or 0
+    waiters[#waiters + 1] = ms(deadline - now)
   end
 end
 
-return {now, tonumber(redis.call('HGET', G, 'permits')) or 0, tonumber(redis.call('GET', SEQ)) or 0,
+return {now, valid_permits(redis.call('HGET', G, 'permits')) or 0, fence_or_0(tonumber(redis.call('GET', SEQ))),
         redis.call('ZCARD', H), redis.call('ZCARD', Q), holders, waiters}

@@ -27,6 +27,22 @@ local Q, W, H, G, SEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
 local fresh_key = false   -- this call created q, w or h: they need their expiry (cleanup)
+local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
+local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
+
+-- Values read back from the keys are checked, not trusted: a key written by
+-- anything else (an operator, a bug, a restore) must never turn into a
+-- garbage fence, an entry that lives forever or an over-granted name.
+local function valid_fence(v)
+  return type(v) == 'number' and v == math.floor(v) and v >= 1 and v < MAX_FENCE
+end
+
+-- A deadline is live when it is ahead of now but no further than a caller
+-- could have put it; a farther one (+inf, 1e300) is corrupt and counts as
+-- expired, so nothing can block a queue forever.
+local function live_deadline(d, now)
+  return type(d) == 'number' and d > now and d <= now + MAX_MS
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -84,25 +100,43 @@ local function signal(member, fence)
   end
 end
 
+-- Members of a deadline set that are expired, or corrupt (beyond MAX_MS).
+local function dead_entries(key, now)
+  local x = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
+  local far = redis.call('ZRANGEBYSCORE', key, '(' .. string.format('%d', now + MAX_MS), '+inf',
+                         'LIMIT', 0, PRUNE_LIMIT)
+  for _, m in ipairs(far) do x[#x + 1] = m end
+  return x
+end
+
 -- Remove expired holders and waiters wherever they stand (bounded).
 local function prune(now)
-  local hx = redis.call('ZRANGEBYSCORE', H, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
+  local hx = dead_entries(H, now)
   if #hx > 0 then
     redis.call('ZREM', H, unpack(hx))
     redis.call('HDEL', G, unpack(hx))
   end
-  local wx = redis.call('ZRANGEBYSCORE', W, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
+  local wx = dead_entries(W, now)
   if #wx > 0 then
     redis.call('ZREM', W, unpack(wx))
     redis.call('ZREM', Q, unpack(wx))
   end
 end
 
--- The stored permit count, or `fallback` when the name has none.
-local function stored_permits(fallback)
-  local p = redis.call('HGET', G, 'permits')
-  if p then return tonumber(p) or fallback end
-  return fallback
+-- A permit count as stored, if it is one (an integer in 1 .. 1000000).
+local function valid_permits(p)
+  p = tonumber(p)
+  if p and p == math.floor(p) and p >= 1 and p <= 1000000 then return p end
+  return nil
+end
+
+-- How many permits a fill may grant: the stored count, but never more than
+-- the caller's own (clients agree on it; a stored value raised behind their
+-- backs must not over-grant), and the caller's when nothing valid is stored.
+local function stored_permits(caller)
+  local p = valid_permits(redis.call('HGET', G, 'permits'))
+  if p then return math.min(p, caller) end
+  return caller
 end
 
 -- Grant free permits to the head of the live queue, in ticket order.
@@ -118,7 +152,9 @@ local function fill(now, permits)
     local deadline = tonumber(redis.call('ZSCORE', W, member))
     redis.call('ZREM', Q, member)
     redis.call('ZREM', W, member)
-    if deadline and deadline > now then
+    -- A corrupt ticket would become a corrupt fence: the entry is dropped
+    -- like an expired one (its owner learns it is gone and queues again).
+    if live_deadline(deadline, now) and valid_fence(ticket) then
       if held == 0 then fresh_key = true end
       redis.call('ZADD', H, deadline, member)
       redis.call('HSET', G, member, string.format('%d:%d', ticket, now))
@@ -136,7 +172,7 @@ end
 local function live_score(key, member, now)
   local d = redis.call('ZSCORE', key, member)
   if not d then return nil end
-  if tonumber(d) > now then return d end
+  if live_deadline(tonumber(d), now) then return d end
   if key == H then
     redis.call('ZREM', H, member)
     redis.call('HDEL', G, member)
@@ -147,16 +183,24 @@ local function live_score(key, member, now)
   return nil
 end
 
--- The fence (a number) of a live holder, or nil.
+-- The fence (a number) of a live holder, or nil. A holder whose record is
+-- missing or corrupt is removed: it cannot prove its grant.
 local function holder_fence(member, now)
   if not live_score(H, member, now) then return nil end
   local v = redis.call('HGET', G, member)
-  return v and tonumber(string.match(v, '^(%d+)'))
+  local fence = v and tonumber(string.match(v, '^(%d+):%d+$'))
+  if valid_fence(fence) then return fence end
+  redis.call('ZREM', H, member)
+  redis.call('HDEL', G, member)
+  return nil
 end
 
 -- A new ticket: strictly above every earlier one, and an arrival stamp.
+-- A counter that is not a valid fence (tampered) restarts above every
+-- ticket stamped up to this millisecond.
 local function next_ticket(now)
-  local last = tonumber(redis.call('GET', SEQ)) or 0
+  local last = tonumber(redis.call('GET', SEQ))
+  if not valid_fence(last) or last + 1 >= MAX_FENCE then last = (now + 1) * 1000 end
   local t = math.max(last + 1, now * 1000)
   redis.call('SET', SEQ, string.format('%d', t))
   return t
