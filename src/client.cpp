@@ -80,10 +80,15 @@ std::unique_ptr<Connection> Pool::take() {
   if (!cv_.wait_for(lk, command_timeout_, [&] { return !idle_.empty() || open_ < size_; })) {
     throw TimeoutError("fairlock: no free connection within command_timeout");
   }
-  if (!idle_.empty()) {
+  while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
-    return c;
+    if (c->idle_and_open()) return c;
+    // Closed while idle (server restarted, CLIENT KILL): a command sent on
+    // it would fail although the server is up. Open a fresh one instead.
+    --open_;
+    had_failure_ = true;
+    log_.info("fairlock: an idle redis connection was closed by the server; reconnecting");
   }
   ++open_;
   lk.unlock();
@@ -383,12 +388,22 @@ void ClientImpl::beat() {
   if (calls.empty()) return;
   const auto sent_at = steady_clock::now();
   // One pipelined round trip for every name this process waits on or holds.
-  auto replies = hb_pool_->with([&](Connection& c) { return run_scripts(c, calls, counters.script_reloads); });
+  std::vector<ReplyPtr> replies;
+  try {
+    replies = hb_pool_->with([&](Connection& c) { return run_scripts(c, calls, counters.script_reloads); });
+  } catch (const std::exception& e) {
+    for (auto& [name, group] : groups) {
+      for (auto& [p, item] : group.members) p->on_beat_error(item, e.what());
+    }
+    throw;
+  }
   counters.heartbeats.fetch_add(1, std::memory_order_relaxed);
   for (auto& [name, group] : groups) {
     const redisReply& r = *replies[group.call];
     if (is_error(r)) {
-      log_->warn("fairlock: heartbeat of {} failed: {}", name, std::string(r.str, r.len));
+      std::string error(r.str, r.len);
+      log_->warn("fairlock: heartbeat of {} failed: {}", name, error);
+      for (auto& [p, item] : group.members) p->on_beat_error(item, error);
       continue;
     }
     for (std::size_t i = 0; i < group.members.size(); ++i) {
@@ -548,7 +563,11 @@ void ClientImpl::dispatch(const redisReply& r) {
     auto space = payload.find(' ');
     if (space == std::string_view::npos) return;
     std::string member(payload.substr(0, space));
-    std::uint64_t fence = std::strtoull(std::string(payload.substr(space + 1)).c_str(), nullptr, 10);
+    std::string_view digits = payload.substr(space + 1);
+    if (digits.empty() || digits.size() > 16 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return;  // not a fence: not from a fairlock script
+    }
+    std::uint64_t fence = std::strtoull(std::string(digits).c_str(), nullptr, 10);
     std::shared_ptr<Participant> p;
     {
       std::lock_guard<std::mutex> lk(reg_mu_);

@@ -1,6 +1,7 @@
 #include "connection.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <sys/time.h>
 
 #include <cerrno>
@@ -207,6 +208,15 @@ std::vector<ReplyPtr> Connection::read_available() {
 
 int Connection::fd() const { return ctx_->fd; }
 
+bool Connection::idle_and_open() const {
+  if (broken_ || ctx_->fd < 0) return false;
+  // An idle connection has nothing to read: readable means the server
+  // closed it (restart, CLIENT KILL, timeout) or sent something unasked.
+  pollfd p{ctx_->fd, POLLIN | POLLRDHUP, 0};
+  int n = ::poll(&p, 1, 0);
+  return n == 0;
+}
+
 bool is_error(const redisReply& r) { return r.type == REDIS_REPLY_ERROR; }
 bool is_array(const redisReply& r) { return r.type == REDIS_REPLY_ARRAY; }
 bool is_nil(const redisReply& r) { return r.type == REDIS_REPLY_NIL; }
@@ -214,9 +224,26 @@ bool is_nil(const redisReply& r) { return r.type == REDIS_REPLY_NIL; }
 void throw_reply_error(const redisReply& r, std::string_view context) {
   std::string msg(r.str ? std::string_view(r.str, r.len) : std::string_view("unknown error"));
   std::string where(context);
-  if (msg.rfind("FLPERMITS ", 0) == 0) {
+  auto starts = [&](std::string_view prefix) { return msg.rfind(prefix, 0) == 0; };
+  if (starts("FLPERMITS ")) {
     throw PermitsMismatch(where + ": permits mismatch: this name is in use with " + msg.substr(10) + " permit(s)");
   }
+  // The server is there but cannot serve now (loading its data after a
+  // restart, busy with a long script, a replica without its primary, a
+  // primary demoted by a failover): the same as unreachable, so callers
+  // retry it like a dropped connection.
+  for (std::string_view transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
+    if (starts(transient) && (msg.size() == transient.size() || msg[transient.size()] == ' ')) {
+      throw ConnectionError(where + ": redis cannot serve now: " + msg);
+    }
+  }
+  if (starts("NOAUTH") || msg.find("Protocol error: unauthenticated") != std::string::npos) {
+    // (Redis refuses long commands from a connection that has not
+    // authenticated with that protocol error instead of NOAUTH.)
+    throw ServerError(where + ": NOAUTH: the server needs a password, give it in Options::url as " +
+                      "redis://[user:]password@host:port (redis said: " + msg + ")");
+  }
+  if (starts("WRONGPASS")) throw ServerError(where + ": " + msg + " (check the user and password in Options::url)");
   throw ServerError(where + ": " + msg);
 }
 

@@ -53,6 +53,9 @@ class Connection {
   std::vector<ReplyPtr> read_available();
   int fd() const;
   bool broken() const { return broken_; }
+  // False when an idle connection was closed by the server meanwhile
+  // (checked without blocking before the pool hands it out again).
+  bool idle_and_open() const;
 
  private:
   [[noreturn]] void fail(const char* what);

@@ -19,6 +19,17 @@ namespace {
 constexpr const char* kShutDown = "the client was shut down";
 constexpr std::uint32_t kMaxPermits = 1000000;
 constexpr long long kMaxMillis = 2147483647;
+
+// Fences and tickets are integers in [1, 2^53) (see lua/lib.lua); anything
+// else in a reply comes from tampered keys and must not reach the caller.
+std::uint64_t checked_fence(long long v, const char* what) {
+  constexpr long long kMaxFence = 1LL << 53;
+  if (v < 1 || v >= kMaxFence) {
+    throw ServerError(std::string("fairlock: redis returned an invalid ") + what + " " + std::to_string(v) +
+                      " (the name's keys were modified outside fairlock)");
+  }
+  return static_cast<std::uint64_t>(v);
+}
 }  // namespace
 
 struct Participant::Reply {
@@ -49,9 +60,9 @@ Participant::Reply Participant::call_acquire(const std::string& member, bool que
   Reply out;
   out.status = reply_integer(reply_at(*r, 0));
   if (out.status == 1) {
-    out.value = static_cast<std::uint64_t>(reply_integer(reply_at(*r, 1)));
+    out.value = checked_fence(reply_integer(reply_at(*r, 1)), "fence");
   } else if (out.status == 0) {
-    out.value = static_cast<std::uint64_t>(reply_integer(reply_at(*r, 1)));
+    out.value = checked_fence(reply_integer(reply_at(*r, 1)), "ticket");
     out.position = reply_integer(reply_at(*r, 2));
     out.next_ms = reply_integer(reply_at(*r, 3));
   } else if (out.status != -1) {
@@ -115,6 +126,7 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
     next_expiry_ms_ = -1;
     signalled_ = kicked_ = cancelled_ = lease_confirmed_ = false;
     lost_reason_.clear();
+    beat_error_.clear();
   }
   if (!stale.empty()) {
     client_->delist(stale);
@@ -218,7 +230,7 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
           ReplyPtr c = client_->run(Script::cancel, keys_, {member, std::to_string(permits_)});
           if (reply_integer(reply_at(*c, 0)) == 2) {
             // Granted by a handoff while we were giving up: keep it.
-            auto fence = static_cast<std::uint64_t>(reply_integer(reply_at(*c, 1)));
+            auto fence = checked_fence(reply_integer(reply_at(*c, 1)), "fence");
             lk.lock();
             settled = true;
             return finish_granted(lk, fence, refreshed_at_ + liveness);
@@ -287,8 +299,17 @@ void Participant::release() {
   if (lost_why == kShutDown) return;  // Client::shutdown released it already
   long long released = 0;
   try {
-    ReplyPtr r = client_->run(Script::release, keys_, {member, std::to_string(permits_)});
-    released = reply_integer(*r);
+    try {
+      ReplyPtr r = client_->run(Script::release, keys_, {member, std::to_string(permits_)});
+      released = reply_integer(*r);
+    } catch (const ConnectionError& e) {
+      // Once more on a fresh connection: the server may have closed ours
+      // (restart, CLIENT KILL) just now. If the first attempt did run, this
+      // one finds nothing to release: that is not a loss.
+      client_->log().debug("fairlock: release of {} failed, retrying once: {}", name_, e.what());
+      ReplyPtr r = client_->run(Script::release, keys_, {member, std::to_string(permits_)});
+      released = std::max(1LL, reply_integer(*r));
+    }
   } catch (const Error& e) {
     if (lost_why.empty()) {
       // The grant runs out with its lease; the next waiter gets it then.
@@ -381,17 +402,25 @@ std::optional<Participant::Beat> Participant::beat_item(SteadyTime now) {
   if (state_ == State::waiting) return Beat{member_, opts_.lease.count(), false};
   if (state_ != State::held) return std::nullopt;
   if (now >= valid_until_) {
-    mark_lost(lk, "lease ran out before a renewal succeeded");
+    std::string why = "lease ran out before a renewal succeeded";
+    if (!beat_error_.empty()) why += " (last heartbeat error: " + beat_error_ + ")";
+    mark_lost(lk, why);
     return std::nullopt;
   }
   if (opts_.auto_renew || !lease_confirmed_) return Beat{member_, opts_.lease.count(), true};
   return std::nullopt;
 }
 
+void Participant::on_beat_error(const Beat& beat, const std::string& error) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (beat.member == member_) beat_error_ = error;
+}
+
 void Participant::on_beat(const Beat& beat, long long status, long long value, SteadyTime sent_at) {
   const std::string& member = beat.member;
   std::unique_lock<std::mutex> lk(mu_);
   if (member != member_) return;
+  beat_error_.clear();
   if (state_ == State::waiting) {
     if (status == 1) {
       refreshed_at_ = std::max(refreshed_at_, sent_at);
@@ -403,7 +432,7 @@ void Participant::on_beat(const Beat& beat, long long status, long long value, S
           return;
         }
       }
-    } else if (status == 2 && !signalled_) {
+    } else if (status == 2 && !signalled_ && value > 0) {
       signalled_ = true;
       signal_fence_ = static_cast<std::uint64_t>(value);
       lease_confirmed_ = true;

@@ -45,6 +45,8 @@ class Participant : public std::enable_shared_from_this<Participant> {
   // Also notices a grant whose lease ran out locally (lost).
   std::optional<Beat> beat_item(SteadyTime now);
   void on_beat(const Beat& beat, long long status, long long value, SteadyTime sent_at);
+  // The heartbeat call covering this member failed (kept for the loss reason).
+  void on_beat_error(const Beat& beat, const std::string& error);
   // PUBLISH wake: `member` was granted with `fence`. True if it woke a wait
   // (counted in wakes_signal).
   bool on_signal(const std::string& member, std::uint64_t fence);
@@ -89,6 +91,7 @@ class Participant : public std::enable_shared_from_this<Participant> {
   SteadyTime refreshed_at_{};
   SteadyTime valid_until_{};
   std::string lost_reason_;
+  std::string beat_error_;  // the last heartbeat failure, until one succeeds
 };
 
 }  // namespace fairlock::detail

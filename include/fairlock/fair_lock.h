@@ -38,7 +38,9 @@ class FairSemaphore {
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
-    return wait_for(std::chrono::duration<double>(deadline - Clock::now()));
+    const auto now = Clock::now();  // compared first: time_point::min() - now overflows
+    if (deadline <= now) return wait_for(std::chrono::duration<double>(0));
+    return wait_for(std::chrono::duration<double>(deadline - now));
   }
   // Releases the grant. Throws NotHeld if nothing is held, LockLost if the
   // grant was lost (see LockOptions::throw_on_lost_unlock).
