@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "line_reader.h"
 #include "redis_server.h"
 
 namespace fairlock::test {
@@ -35,51 +36,21 @@ class Child {
       ::_exit(127);
     }
     ::close(fds[1]);
-    fd_ = fds[0];
+    out_ = LineReader(fds[0]);
   }
   ~Child() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
-    ::close(fd_);
+    ::close(out_.fd());
   }
   // One line of output, or "" if none came within `limit`.
   std::string line(std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      auto nl = buf_.find('\n');
-      if (nl != std::string::npos) {
-        std::string l = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        return l;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return "";
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
-      char tmp[256];
-      ssize_t n = ::read(fd_, tmp, sizeof tmp);
-      if (n <= 0) return "";
-      buf_.append(tmp, static_cast<size_t>(n));
-    }
+    return out_.line(limit).value_or("");
   }
   // Everything the child writes until it closes its output.
-  std::string rest(std::chrono::milliseconds limit = std::chrono::milliseconds(30000)) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-      pollfd p{fd_, POLLIN, 0};
-      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-      char tmp[4096];
-      ssize_t n = ::read(fd_, tmp, sizeof tmp);
-      if (n <= 0) break;
-      buf_.append(tmp, static_cast<size_t>(n));
-    }
-    std::string out;
-    out.swap(buf_);
-    return out;
-  }
+  std::string rest(std::chrono::milliseconds limit = std::chrono::milliseconds(30000)) { return out_.rest(limit); }
   void kill(int sig = SIGKILL) { ::kill(pid_, sig); }
   int wait() {
     int status = 0;
@@ -90,8 +61,7 @@ class Child {
 
  private:
   pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string buf_;
+  LineReader out_;
 };
 
 }  // namespace fairlock::test

@@ -30,20 +30,21 @@ int free_port() {
   return port;
 }
 
-std::string text(const redisReply* r) {
+}  // namespace
+
+std::string reply_text(const redisReply* r) {
   switch (r->type) {
     case REDIS_REPLY_NIL: return "(nil)";
     case REDIS_REPLY_INTEGER: return std::to_string(r->integer);
     case REDIS_REPLY_ERROR: return "ERR:" + std::string(r->str, r->len);
     case REDIS_REPLY_ARRAY: {
       std::string out;
-      for (size_t i = 0; i < r->elements; ++i) out += (i ? "\n" : "") + text(r->element[i]);
+      for (size_t i = 0; i < r->elements; ++i) out += (i ? "\n" : "") + reply_text(r->element[i]);
       return out;
     }
     default: return std::string(r->str, r->len);
   }
 }
-}  // namespace
 
 RedisServer::RedisServer(std::vector<std::string> extra) : extra_(std::move(extra)) {
   char tmpl[] = "/tmp/fairlock-redis-XXXXXX";
@@ -137,7 +138,7 @@ std::string RedisServer::cmd(const std::vector<std::string>& argv) const {
     lens.push_back(a.size());
   }
   auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
-  std::string out = r ? text(r) : "ERR:no reply";
+  std::string out = r ? reply_text(r) : "ERR:no reply";
   if (r) freeReplyObject(r);
   redisFree(c);
   return out;

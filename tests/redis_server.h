@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+struct redisReply;
+
 namespace fairlock::test {
 
 class RedisServer {
@@ -33,6 +35,9 @@ class RedisServer {
   int port_ = 0;
   pid_t pid_ = -1;
 };
+
+// A reply as text, the way RedisServer::cmd returns it.
+std::string reply_text(const redisReply* r);
 
 // Shared server for most tests (started by the test main).
 RedisServer& server();

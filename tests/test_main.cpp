@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "reaper.h"
 #include "redis_server.h"
 
 namespace fairlock::test {
@@ -23,6 +24,7 @@ class ServerEnvironment : public ::testing::Environment {
 }  // namespace fairlock::test
 
 int main(int argc, char** argv) {
+  fairlock::test::reap_children_when_we_die();
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new fairlock::test::ServerEnvironment);
   return RUN_ALL_TESTS();

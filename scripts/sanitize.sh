@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Sanitizer and valgrind stage of CI (scripts/test.sh runs it after the main
+# suite). Three parts, each timed:
+#   asan      build with -fsanitize=address,undefined into build-asan and run
+#             the WHOLE ctest suite there (every test, every child process);
+#   tsan      build with -fsanitize=thread into build-tsan and run the
+#             concurrency tests (ctest label "concurrency": fault injection
+#             and soak, plus the thread/process tests of the main suite);
+#   valgrind  run every example under valgrind (memcheck, leaks) against a
+#             throwaway redis-server.
+# Exits non-zero if any test fails or any sanitizer/valgrind report appears
+# (reports are written to per-part log directories and checked afterwards,
+# so a report from a child process whose exit status nobody checks still
+# fails the stage).
+#
+#   bash scripts/sanitize.sh [asan] [tsan] [valgrind]   (default: all three)
+#
+# Environment: ASAN_BUILD_DIR, TSAN_BUILD_DIR (default build-asan, build-tsan);
+# VALGRIND_BUILD_DIR (default: $BUILD_DIR if it has the examples, else
+# build-valgrind); SANITIZE_JOBS (ctest -j, default 2);
+# FAIRLOCK_SOAK_SECONDS for the soak test under sanitizers (default 20).
+# The top-level CMakeLists.txt is not touched: the flags go in with
+# CMAKE_CXX_FLAGS / CMAKE_EXE_LINKER_FLAGS.
+source "$(dirname "$0")/common.sh"
+set +e  # run every part, report every failure, fail at the end
+ensure_packages
+if ! command -v valgrind >/dev/null; then
+  if [ "$(id -u)" -eq 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+  else
+    echo "missing package: valgrind (run as root, or: sudo apt-get install valgrind)" >&2
+    exit 1
+  fi
+fi
+
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(asan tsan valgrind)
+ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-$ROOT/build-asan}"
+TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-$ROOT/build-tsan}"
+JOBS="${SANITIZE_JOBS:-2}"
+export FAIRLOCK_SOAK_SECONDS="${FAIRLOCK_SOAK_SECONDS:-20}"
+LOG_ROOT="$(mktemp -d /tmp/fairlock-sanitize-XXXXXX)"
+failed=()
+timings=()
+
+timed() {  # timed LABEL COMMAND...: runs, records "LABEL: N s" and failures
+  local label=$1 t0=$SECONDS rc
+  shift
+  echo "--- $label"
+  "$@"
+  rc=$?
+  timings+=("$(printf '%-28s %5d s%s' "$label" $((SECONDS - t0)) "$([ $rc -ne 0 ] && echo '  FAILED')")")
+  [ $rc -ne 0 ] && failed+=("$label")
+  return $rc
+}
+
+# configure_and_build DIR EXTRA_CXX_FLAGS LINK_FLAGS
+configure_and_build() {
+  local dir=$1 cxx=$2 link=$3
+  cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DFAIRLOCK_BUILD_BENCH=OFF \
+    "-DCMAKE_CXX_FLAGS=$cxx" "-DCMAKE_EXE_LINKER_FLAGS=$link" >/dev/null &&
+    cmake --build "$dir" -j "$(nproc)" >"$dir.build.log" 2>&1 ||
+    { tail -40 "$dir.build.log"; return 1; }
+}
+
+# no_reports DIR LABEL: fails (and prints them) if any report file exists,
+# or if a report was printed to a test's output (UBSan combined with ASan
+# writes to stderr) that ctest kept in its logs (copied into DIR).
+REPORT_MARKERS='runtime error:|ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|ERROR: ThreadSanitizer|SUMMARY: UndefinedBehaviorSanitizer'
+no_reports() {
+  local dir=$1 label=$2 files found=0
+  files=$(find "$dir" -type f -size +0 ! -name 'ctest-*.log' 2>/dev/null)
+  for f in $files; do
+    found=1
+    echo "===== $f"
+    head -60 "$f"
+  done
+  for f in "$dir"/ctest-*.log; do
+    [ -f "$f" ] || continue
+    if grep -Eq "$REPORT_MARKERS" "$f"; then
+      found=1
+      echo "===== reports in the test output ($f):"
+      grep -E -B2 -A12 "$REPORT_MARKERS" "$f" | head -80
+    fi
+  done
+  [ $found -eq 0 ] && { echo "$label: no reports"; return 0; }
+  echo "$label: sanitizer/valgrind reports found (above)"
+  return 1
+}
+
+# ctest_in DIR LOGDIR TAG ARGS...: runs ctest, keeps its full log for no_reports.
+ctest_in() {
+  local dir=$1 logs=$2 tag=$3 rc
+  shift 3
+  (cd "$dir" && ctest --output-on-failure "$@")
+  rc=$?
+  cp "$dir/Testing/Temporary/LastTest.log" "$logs/ctest-$tag.log" 2>/dev/null
+  return $rc
+}
+
+run_asan() {
+  local logs="$LOG_ROOT/asan"
+  mkdir -p "$logs"
+  timed "asan+ubsan build" configure_and_build "$ASAN_BUILD_DIR" \
+    "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+    "-fsanitize=address,undefined" || return
+  # halt at the first error in any process; reports go to files (checked below)
+  export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:log_path=$logs/asan"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
+  timed "asan+ubsan: whole suite" ctest_in "$ASAN_BUILD_DIR" "$logs" all --timeout 1200 -j "$JOBS"
+  timed "asan+ubsan: reports" no_reports "$logs" "asan+ubsan"
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+}
+
+run_tsan() {
+  local logs="$LOG_ROOT/tsan"
+  mkdir -p "$logs"
+  timed "tsan build" configure_and_build "$TSAN_BUILD_DIR" "-O1 -g -fsanitize=thread" "-fsanitize=thread" || return
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:log_path=$logs/tsan"
+  # The concurrency tests: the fault and soak suites (label "concurrency")
+  # and the thread / multi-process tests of the main suite.
+  timed "tsan: fault and soak suites" ctest_in "$TSAN_BUILD_DIR" "$logs" faults --timeout 1800 -j "$JOBS" -L concurrency
+  timed "tsan: main suite threads" ctest_in "$TSAN_BUILD_DIR" "$logs" main --timeout 1800 -j "$JOBS" \
+    -R '^(Lock|Process|Transport|Heartbeat|Position|Inspect)\.'
+  timed "tsan: reports" no_reports "$logs" "tsan"
+  unset TSAN_OPTIONS
+}
+
+run_valgrind() {
+  local logs="$LOG_ROOT/valgrind" dir="${VALGRIND_BUILD_DIR:-}"
+  mkdir -p "$logs"
+  if [ -z "$dir" ]; then
+    if [ -x "$BUILD_DIR/examples/fairlock_basic" ]; then dir="$BUILD_DIR"; else dir="$ROOT/build-valgrind"; fi
+  fi
+  if [ ! -x "$dir/examples/fairlock_basic" ]; then
+    timed "valgrind: build examples" bash -c "cmake -S '$ROOT' -B '$dir' -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DFAIRLOCK_BUILD_TESTS=OFF -DFAIRLOCK_BUILD_BENCH=OFF >/dev/null && cmake --build '$dir' -j $(nproc) >'$dir.build.log' 2>&1" ||
+      return
+  fi
+  start_redis
+  export FAIRLOCK_URL="redis://127.0.0.1:$REDIS_PORT"
+  local ex rc=0
+  for ex in "$dir"/examples/fairlock_*; do
+    [ -x "$ex" ] || continue
+    local name log
+    name=$(basename "$ex")
+    log="$logs/$name"
+    # errors and definite/indirect leaks fail; the log is kept only if it
+    # reports something (checked with no_reports)
+    timed "valgrind: $name" \
+      valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
+      --errors-for-leak-kinds=definite,indirect --fair-sched=yes --log-file="$log.%p" "$ex" >/dev/null || rc=1
+  done
+  stop_redis
+  trap - EXIT
+  unset FAIRLOCK_URL
+  timed "valgrind: reports" no_reports "$logs" "valgrind"
+  return $rc
+}
+
+for part in "${parts[@]}"; do
+  case "$part" in
+    asan) run_asan ;;
+    tsan) run_tsan ;;
+    valgrind) run_valgrind ;;
+    *) echo "unknown part: $part (asan, tsan, valgrind)" >&2; exit 2 ;;
+  esac
+done
+
+echo
+echo "=== sanitize.sh timings"
+printf '%s\n' "${timings[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED: ${failed[*]} (logs in $LOG_ROOT)"
+  exit 1
+fi
+rm -rf "$LOG_ROOT"
+echo "sanitizers and valgrind: clean"

@@ -1,0 +1,589 @@
+#include "server_log.h"
+
+#include <poll.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "fairlock_lua.h"
+
+namespace fairlock::faults {
+
+namespace {
+
+std::int64_t wall_us() {
+  timeval tv{};
+  gettimeofday(&tv, nullptr);
+  return static_cast<std::int64_t>(tv.tv_sec) * 1000000 + tv.tv_usec;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+double score(const std::string& s) {
+  if (s == "inf" || s == "+inf") return INFINITY;
+  if (s == "-inf") return -INFINITY;
+  return std::strtod(s.c_str(), nullptr);
+}
+
+bool positive_integer(const std::string& s, std::uint64_t& out) {
+  if (s.empty() || s.size() > 16) return false;  // fences stay below 2^53
+  std::uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (v == 0) return false;
+  out = v;
+  return true;
+}
+
+// A queue member "<p|k|n><hex>:<hex>" (other g fields are bookkeeping).
+bool is_member(const std::string& f) {
+  if (f.size() < 4 || (f[0] != 'p' && f[0] != 'k' && f[0] != 'n')) return false;
+  auto colon = f.find(':');
+  if (colon == std::string::npos || colon < 2 || colon + 1 >= f.size()) return false;
+  for (size_t i = 1; i < f.size(); ++i) {
+    char c = f[i];
+    if (i == colon) continue;
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string fmt(double d) {
+  std::ostringstream o;
+  o.precision(15);
+  o << d;
+  return o.str();
+}
+
+// Returns {had_sentinel, entries}: KEYS[1] is a sentinel key this log sets;
+// finding it gone after a reconnect means the server lost its data.
+const char* kSnapshot = R"lua(
+local had = redis.call('EXISTS', KEYS[1])
+redis.call('SET', KEYS[1], '1')
+local out = {}
+for _, k in ipairs(redis.call('KEYS', ARGV[2] .. ':{*')) do
+  local t = redis.call('TYPE', k)['ok']
+  if t == 'zset' then
+    out[#out + 1] = {k, t, redis.call('ZRANGE', k, 0, -1, 'WITHSCORES'), redis.call('PTTL', k)}
+  elseif t == 'hash' then
+    out[#out + 1] = {k, t, redis.call('HGETALL', k), redis.call('PTTL', k)}
+  elseif t == 'string' then
+    out[#out + 1] = {k, t, {redis.call('GET', k)}, redis.call('PTTL', k)}
+  end
+end
+return {had, out}
+)lua";
+
+}  // namespace
+
+bool parse_monitor_line(const std::string& line, std::int64_t& ts, bool& from_lua, std::vector<std::string>& argv) {
+  argv.clear();
+  auto dot = line.find('.');
+  auto sp = line.find(' ');
+  if (dot == std::string::npos || sp == std::string::npos || dot > sp) return false;
+  ts = std::atoll(line.substr(0, dot).c_str()) * 1000000LL + std::atoll(line.substr(dot + 1, sp - dot - 1).c_str());
+  auto open = line.find('[', sp);
+  auto close = line.find(']', open);
+  if (open == std::string::npos || close == std::string::npos) return false;
+  std::string src = line.substr(open + 1, close - open - 1);
+  from_lua = src.size() >= 4 && src.compare(src.size() - 4, 4, " lua") == 0;
+  size_t i = close + 1;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    if (i >= line.size()) break;
+    if (line[i] != '"') return false;
+    ++i;
+    std::string tok;
+    bool closed = false;
+    while (i < line.size()) {
+      char c = line[i++];
+      if (c == '"') {
+        closed = true;
+        break;
+      }
+      if (c != '\\' || i >= line.size()) {
+        tok.push_back(c);
+        continue;
+      }
+      char e = line[i++];
+      switch (e) {
+        case 'n': tok.push_back('\n'); break;
+        case 'r': tok.push_back('\r'); break;
+        case 't': tok.push_back('\t'); break;
+        case 'a': tok.push_back('\a'); break;
+        case 'b': tok.push_back('\b'); break;
+        case 'x':
+          if (i + 1 < line.size() && hexval(line[i]) >= 0 && hexval(line[i + 1]) >= 0) {
+            tok.push_back(static_cast<char>(hexval(line[i]) * 16 + hexval(line[i + 1])));
+            i += 2;
+          }
+          break;
+        default: tok.push_back(e);
+      }
+    }
+    if (!closed) return false;
+    argv.push_back(std::move(tok));
+  }
+  return !argv.empty();
+}
+
+ServerLog::ServerLog(int port, std::string prefix)
+    : port_(port), prefix_(std::move(prefix)), sentinel_("flcheck:sentinel:" + std::to_string(::getpid())) {
+  using namespace fairlock::detail::lua;
+  sha_kind_[std::string(acquire_sha)] = "acquire";
+  sha_kind_[std::string(release_sha)] = "release";
+  sha_kind_[std::string(cancel_sha)] = "cancel";
+  sha_kind_[std::string(heartbeat_sha)] = "heartbeat";
+  sha_kind_[std::string(inspect_sha)] = "inspect";
+  sha_kind_[std::string(evict_sha)] = "evict";
+  if (port_ == 0) return;  // offline
+  // Be in sync before the test starts: the first snapshot is taken here.
+  for (int attempt = 0; attempt < 100 && !mon_; ++attempt) {
+    if (!connect_and_resync()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+ServerLog::~ServerLog() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (mon_) redisFree(mon_);
+  if (pending_snapshot_) freeReplyObject(pending_snapshot_);
+}
+
+void ServerLog::violation(const std::string& what) {
+  if (violations_.size() < 200) violations_.push_back(what);
+}
+
+bool ServerLog::connect_and_resync() {
+  timeval tv{1, 0};
+  redisContext* m = redisConnectWithTimeout("127.0.0.1", port_, tv);
+  if (!m || m->err) {
+    if (m) redisFree(m);
+    return false;
+  }
+  redisSetTimeout(m, timeval{5, 0});
+  auto* ok = static_cast<redisReply*>(redisCommand(m, "MONITOR"));
+  if (!ok) {
+    redisFree(m);
+    return false;
+  }
+  freeReplyObject(ok);
+  redisContext* s = redisConnectWithTimeout("127.0.0.1", port_, tv);
+  if (!s || s->err) {
+    if (s) redisFree(s);
+    redisFree(m);
+    return false;
+  }
+  redisSetTimeout(s, timeval{5, 0});
+  std::string marker = "fl-resync-" + std::to_string(::getpid()) + "-" + std::to_string(resyncs_);
+  auto* snap = static_cast<redisReply*>(
+      redisCommand(s, "EVAL %s 1 %s %s %s", kSnapshot, sentinel_.c_str(), marker.c_str(), prefix_.c_str()));
+  redisFree(s);
+  if (!snap || snap->type != REDIS_REPLY_ARRAY || snap->elements != 2) {
+    if (snap) freeReplyObject(snap);
+    redisFree(m);
+    return false;
+  }
+  if (pending_snapshot_) freeReplyObject(pending_snapshot_);
+  pending_snapshot_ = snap;
+  marker_ = marker;
+  mon_ = m;
+  ++resyncs_;
+  return true;
+}
+
+void ServerLog::apply_snapshot(const redisReply& reply) {
+  const bool had_sentinel = reply.element[0]->integer == 1;
+  const redisReply& r = *reply.element[1];
+  std::map<std::string, NameState> fresh;
+  std::map<std::string, std::uint64_t> seq;
+  for (size_t i = 0; i < r.elements; ++i) {
+    const redisReply& e = *r.element[i];
+    if (e.elements != 4) continue;
+    std::string key(e.element[0]->str, e.element[0]->len), type(e.element[1]->str, e.element[1]->len);
+    const redisReply& v = *e.element[2];
+    std::string name, suffix;
+    if (!split_key(key, name, suffix)) continue;
+    NameState& st = fresh[name];
+    if (e.element[3]->integer > 0) st.expire_at[suffix] = wall_us() + e.element[3]->integer * 1000;
+    if (type == "zset") {
+      auto& z = suffix == "q" ? st.q : suffix == "w" ? st.w : st.h;
+      if (suffix != "q" && suffix != "w" && suffix != "h") continue;
+      for (size_t j = 0; j + 1 < v.elements; j += 2) {
+        z[std::string(v.element[j]->str, v.element[j]->len)] =
+            score(std::string(v.element[j + 1]->str, v.element[j + 1]->len));
+      }
+    } else if (type == "hash" && suffix == "g") {
+      for (size_t j = 0; j + 1 < v.elements; j += 2) {
+        st.g[std::string(v.element[j]->str, v.element[j]->len)] =
+            std::string(v.element[j + 1]->str, v.element[j + 1]->len);
+      }
+    } else if (type == "string" && suffix == "seq" && v.elements == 1 && v.element[0]->type == REDIS_REPLY_STRING) {
+      seq[name] = std::strtoull(v.element[0]->str, nullptr, 10);
+    }
+  }
+  // Data lost: the sentinel is gone after a reconnect, or a counter went back.
+  bool lost = synced_once_ && !had_sentinel;
+  for (auto& [name, st] : names_) {
+    if (st.last_fence == 0) continue;
+    auto it = seq.find(name);
+    if (it == seq.end() || it->second < st.last_fence) lost = true;
+  }
+  synced_once_ = true;
+  std::int64_t now = wall_us();
+  if (lost) {
+    ++epoch_;
+    losses_.push_back(LossWindow{down_since_ ? down_since_ : now, now, "restart without the data"});
+  }
+  for (auto& [name, st] : fresh) {
+    std::uint64_t max_fence = 0;
+    for (auto& [f, v] : st.g) {
+      std::uint64_t x = 0;
+      if (is_member(f) && positive_integer(v.substr(0, v.find(':')), x)) max_fence = std::max(max_fence, x);
+    }
+    auto old = names_.find(name);
+    st.last_fence = max_fence;
+    if (!lost && old != names_.end()) st.last_fence = std::max(st.last_fence, old->second.last_fence);
+  }
+  if (!lost) {  // names that are idle now keep their last fence
+    for (auto& [name, st] : names_) {
+      if (!fresh.count(name) && st.last_fence > 0) fresh[name].last_fence = st.last_fence;
+    }
+  }
+  names_ = std::move(fresh);
+  if (down_since_) gaps_.push_back(LossWindow{down_since_, now, "MONITOR reconnect"});
+  down_since_ = 0;
+}
+
+void ServerLog::run() {
+  while (!stop_.load()) {
+    if (!mon_) {
+      if (!connect_and_resync()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+    }
+    pollfd p{mon_->fd, POLLIN, 0};
+    int n = ::poll(&p, 1, 50);
+    if (n <= 0) continue;
+    bool broken = redisBufferRead(mon_) != REDIS_OK;
+    for (;;) {
+      void* raw = nullptr;
+      if (redisGetReplyFromReader(mon_, &raw) != REDIS_OK) {
+        broken = true;
+        break;
+      }
+      if (!raw) break;
+      auto* r = static_cast<redisReply*>(raw);
+      if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) handle_line(std::string(r->str, r->len));
+      freeReplyObject(r);
+    }
+    if (broken) {
+      finish_script();
+      redisFree(mon_);
+      mon_ = nullptr;
+      if (!down_since_) down_since_ = wall_us();
+    }
+  }
+}
+
+bool ServerLog::stop() {
+  if (!thread_.joinable()) return stop_seen_.load();
+  stop_marker_ = "fl-stop-" + std::to_string(::getpid()) + "-" + std::to_string(wall_us());
+  stop_marker_set_ = true;  // publishes stop_marker_ to the monitor thread
+  bool sent = false;
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < end && !stop_seen_.load()) {
+    if (!sent) {
+      redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, timeval{1, 0});
+      if (c && !c->err) {
+        auto* r = static_cast<redisReply*>(redisCommand(c, "ECHO %s", stop_marker_.c_str()));
+        sent = r != nullptr;
+        if (r) freeReplyObject(r);
+      }
+      if (c) redisFree(c);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop_ = true;
+  thread_.join();
+  finish_script();
+  return stop_seen_.load();
+}
+
+bool ServerLog::split_key(const std::string& key, std::string& name, std::string& suffix) const {
+  std::string head = prefix_ + ":{";
+  if (key.compare(0, head.size(), head) != 0) return false;
+  auto close = key.find("}:", head.size());  // names have no braces
+  if (close == std::string::npos) return false;
+  name = key.substr(head.size(), close - head.size());
+  suffix = key.substr(close + 2);
+  return true;
+}
+
+void ServerLog::handle_line(const std::string& line) {
+  ++lines_;
+  std::int64_t ts = 0;
+  bool from_lua = false;
+  std::vector<std::string> argv;
+  if (!parse_monitor_line(line, ts, from_lua, argv)) return;
+  if (!marker_.empty()) {
+    if (!from_lua && lower(argv[0]) == "eval" && argv.size() >= 5 && argv[4] == marker_) {
+      apply_snapshot(*pending_snapshot_);
+      freeReplyObject(pending_snapshot_);
+      pending_snapshot_ = nullptr;
+      marker_.clear();
+      in_script_ = true;  // the snapshot's own reads follow
+      kind_ = "snapshot";
+    }
+    return;
+  }
+  if (from_lua) {
+    if (in_script_) lua(ts, argv);
+    return;
+  }
+  finish_script();
+  if (stop_marker_set_.load() && argv.size() == 2 && lower(argv[0]) == "echo" && argv[1] == stop_marker_) {
+    stop_seen_ = true;
+    return;
+  }
+  client_cmd(ts, argv);
+}
+
+void ServerLog::client_cmd(std::int64_t ts, const std::vector<std::string>& argv) {
+  std::string cmd = lower(argv[0]);
+  if (cmd == "evalsha" || cmd == "eval") {
+    ++scripts_;
+    in_script_ = true;
+    kind_ = "other";
+    own_.clear();
+    if (cmd == "evalsha" && argv.size() >= 3) {
+      auto it = sha_kind_.find(argv[1]);
+      if (it != sha_kind_.end()) kind_ = it->second;
+      size_t nkeys = std::strtoul(argv[2].c_str(), nullptr, 10);
+      size_t first_arg = 3 + nkeys;
+      std::string name, suffix;
+      if (nkeys > 0 && argv.size() > 3 && split_key(argv[3], name, suffix)) expire(name, ts);
+      if (kind_ == "heartbeat") {
+        for (size_t i = first_arg + 2; i < argv.size(); i += 2) own_.insert(argv[i]);
+      } else if (first_arg < argv.size()) {
+        own_.insert(argv[first_arg]);
+      }
+    }
+    return;
+  }
+  if (cmd == "flushall" || cmd == "flushdb") {
+    names_.clear();
+    ++epoch_;
+    losses_.push_back(LossWindow{ts, ts, cmd});
+    // Put the sentinel back, so that a later reconnect does not count this
+    // loss again.
+    if (port_ > 0) {
+      redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, timeval{1, 0});
+      if (c && !c->err) freeReplyObject(redisCommand(c, "SET %s 1", sentinel_.c_str()));
+      if (c) redisFree(c);
+    }
+    return;
+  }
+  static const std::set<std::string> readonly = {
+      "zcard",  "zscore", "zrange", "zrank", "zrangebyscore", "hget",   "hgetall",  "hlen",    "exists",
+      "keys",   "type",   "get",    "pttl",  "ttl",           "scan",   "dump",     "object",  "echo",
+      "ping",   "time",   "info",   "llen",  "lrange",        "strlen", "zcount",   "hexists", "pubsub",
+      "config", "client", "script", "acl",   "monitor",       "debug",  "subscribe"};
+  if (readonly.count(cmd)) return;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    std::string name, suffix;
+    if (split_key(argv[i], name, suffix)) tainted_.insert(name);
+  }
+}
+
+void ServerLog::expire(const std::string& name, std::int64_t ts) {
+  auto it = names_.find(name);
+  if (it == names_.end()) return;
+  NameState& st = it->second;
+  for (auto e = st.expire_at.begin(); e != st.expire_at.end();) {
+    if (ts < e->second) {
+      ++e;
+      continue;
+    }
+    if (e->first == "q") st.q.clear();
+    else if (e->first == "w") st.w.clear();
+    else if (e->first == "h") st.h.clear();
+    else if (e->first == "g") st.g.clear();
+    e = st.expire_at.erase(e);
+  }
+}
+
+void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
+  if (argv.size() < 2) return;
+  std::string cmd = lower(argv[0]);
+  std::string name, suffix;
+  static const std::set<std::string> writes = {"zadd", "zrem",    "hset",    "hdel",   "set",     "incr",
+                                               "del",  "zincrby", "hincrby", "expire", "pexpire", "unlink"};
+  if (kind_ == "other" || kind_ == "snapshot") {  // not one of the four protocol scripts
+    if (!writes.count(cmd)) return;
+    for (size_t i = 1; i < argv.size(); ++i) {
+      if (split_key(argv[i], name, suffix)) tainted_.insert(name);
+    }
+    return;
+  }
+  if (cmd == "del") {
+    for (size_t i = 1; i < argv.size(); ++i) {
+      if (!split_key(argv[i], name, suffix)) continue;
+      NameState& st = names_[name];
+      if (!tainted_.count(name) && (suffix == "g" || suffix == "w") && (!st.q.empty() || !st.h.empty())) {
+        violation("cleanup of " + name + " (DEL " + suffix + ") while q has " + std::to_string(st.q.size()) +
+                  " and h has " + std::to_string(st.h.size()) + " entries");
+      }
+      if (suffix == "q") st.q.clear();
+      else if (suffix == "w") st.w.clear();
+      else if (suffix == "h") st.h.clear();
+      else if (suffix == "g") st.g.clear();
+      else if (suffix == "seq") st.last_fence = 0;
+      st.expire_at.erase(suffix);
+    }
+    return;
+  }
+  if (!split_key(argv[1], name, suffix)) return;
+  NameState& st = names_[name];
+  const bool check = !tainted_.count(name);
+  if (cmd == "pexpire" && argv.size() >= 3) {
+    st.expire_at[suffix] = ts + std::atoll(argv[2].c_str()) * 1000;
+    return;
+  }
+  if (cmd == "zadd") {
+    for (size_t i = 2; i + 1 < argv.size(); i += 2) {
+      double sc = score(argv[i]);
+      const std::string& m = argv[i + 1];
+      if (suffix == "q") {
+        st.q[m] = sc;
+      } else if (suffix == "w") {
+        st.w[m] = sc;
+      } else if (suffix == "h") {
+        bool fresh = !st.h.count(m);
+        st.h[m] = sc;
+        if (fresh) new_holders_.insert({name, m});
+        std::uint64_t permits = 0;
+        auto p = st.g.find("permits");
+        if (check && p != st.g.end() && positive_integer(p->second, permits) && st.h.size() > permits) {
+          violation(name + ": " + std::to_string(st.h.size()) + " holders for " + std::to_string(permits) +
+                    " permit(s) after ZADD h " + m);
+        }
+      }
+    }
+  } else if (cmd == "zrem") {
+    for (size_t i = 2; i < argv.size(); ++i) {
+      const std::string& m = argv[i];
+      if (suffix == "q") {
+        auto it = st.q.find(m);
+        if (it == st.q.end()) continue;
+        auto w = st.w.find(m);
+        if (w != st.w.end()) removed_w_.emplace(m, w->second);
+        q_removed_[m] = QRemoval{name, ts, it->second};
+        st.q.erase(it);
+      } else if (suffix == "w") {
+        auto it = st.w.find(m);
+        if (it == st.w.end()) continue;
+        removed_w_.emplace(m, it->second);
+        st.w.erase(it);
+      } else if (suffix == "h") {
+        auto it = st.h.find(m);
+        if (it == st.h.end()) continue;
+        h_removed_.push_back(HRemoval{name, m, it->second, ts});
+        st.h.erase(it);
+      }
+    }
+  } else if (cmd == "hset" && suffix == "g") {
+    for (size_t i = 2; i + 1 < argv.size(); i += 2) {
+      const std::string& field = argv[i];
+      const std::string& value = argv[i + 1];
+      st.g[field] = value;
+      if (!is_member(field)) continue;  // "permits" and other bookkeeping
+      // A grant; the value is "<fence>" or "<fence>:<granted ms>".
+      std::uint64_t fence = 0;
+      bool ok = positive_integer(value.substr(0, value.find(':')), fence);
+      if (check && !ok) violation(name + ": grant to " + field + " with a garbage fence '" + value + "'");
+      if (check && ok) {
+        for (auto& [m2, ticket] : st.q) {
+          if (ticket < static_cast<double>(fence)) {
+            violation(name + ": fence " + std::to_string(fence) + " granted to " + field + " while " + m2 +
+                      " with the smaller ticket " + fmt(ticket) + " still waits");
+            break;
+          }
+        }
+        if (fence <= st.last_fence) {
+          violation(name + ": fence " + std::to_string(fence) + " granted after fence " +
+                    std::to_string(st.last_fence));
+        }
+        auto qr = q_removed_.find(field);
+        if (qr != q_removed_.end() && qr->second.ticket != static_cast<double>(fence)) {
+          violation(name + ": " + field + " granted fence " + std::to_string(fence) + " but its ticket was " +
+                    fmt(qr->second.ticket));
+        }
+      }
+      if (ok) {
+        st.last_fence = std::max(st.last_fence, fence);
+        grants_.push_back(ServerGrant{name, field, fence, ts, epoch_});
+      }
+      granted_.insert({name, field});
+    }
+  } else if (cmd == "hdel" && suffix == "g") {
+    for (size_t i = 2; i < argv.size(); ++i) st.g.erase(argv[i]);
+  }
+}
+
+void ServerLog::finish_script() {
+  if (!in_script_) return;
+  for (auto& [m, r] : q_removed_) {
+    if (granted_.count({r.name, m}) || tainted_.count(r.name)) continue;
+    if ((kind_ == "cancel" || kind_ == "evict") && own_.count(m)) continue;  // the owner leaves / the operator evicts
+    auto w = removed_w_.find(m);
+    if (w == removed_w_.end()) continue;  // no known deadline (w already gone)
+    if (w->second > static_cast<double>(r.ts / 1000)) {
+      violation(r.name + ": live waiter " + m + " (ticket " + fmt(r.ticket) + ", deadline " + fmt(w->second) +
+                ") removed from the queue without a grant by " + kind_ + " at " + std::to_string(r.ts / 1000));
+    }
+  }
+  for (auto& r : h_removed_) {
+    if (tainted_.count(r.name)) continue;
+    if ((kind_ == "release" || kind_ == "evict") && own_.count(r.member)) continue;
+    if (r.deadline > static_cast<double>(r.ts / 1000)) {
+      violation(r.name + ": live holder " + r.member + " (deadline " + fmt(r.deadline) + ") removed by " + kind_ +
+                " at " + std::to_string(r.ts / 1000));
+    }
+  }
+  for (auto& nm : new_holders_) {
+    if (!granted_.count(nm) && !tainted_.count(nm.first)) {
+      violation(nm.first + ": " + nm.second + " entered h without a fence");
+    }
+  }
+  in_script_ = false;
+  kind_.clear();
+  own_.clear();
+  removed_w_.clear();
+  q_removed_.clear();
+  h_removed_.clear();
+  granted_.clear();
+  new_holders_.clear();
+}
+
+}  // namespace fairlock::faults

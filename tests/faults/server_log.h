@@ -1,0 +1,143 @@
+#pragma once
+// ServerLog: a MONITOR connection to the lock server that replays, command by
+// command, what the Lua scripts do to each name's q, w, h and g, and checks
+// the protocol's invariants on the server's own execution order:
+//   - a grant (HSET g member fence) goes to the lowest ticket: no waiter with
+//     a smaller ticket is still queued at that moment (FIFO, no barging);
+//   - fences of successive grants of a name strictly increase (per epoch);
+//   - at most `permits` entries in h;
+//   - a waiter is removed from q without being granted only by its own
+//     cancel or once its liveness deadline has passed (a live waiter is never
+//     skipped); a holder is removed from h only by its own release or once
+//     its deadline has passed (a grant never moves on early);
+//   - the idle cleanup (DEL g w) runs only when q and h are empty.
+// Every grant is kept (name, member, fence, time, epoch) so the client-side
+// history can be linked to it. FLUSHALL/FLUSHDB and a server restart that
+// lost data start a new epoch (fences restart). After a reconnect (server
+// killed/restarted) the state is re-read with a snapshot script whose own
+// MONITOR line marks the exact point where the replay resumes.
+#include <hiredis/hiredis.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace fairlock::faults {
+
+struct ServerGrant {
+  std::string name, member;
+  std::uint64_t fence = 0;
+  std::int64_t ts_us = 0;
+  int epoch = 0;
+};
+
+struct LossWindow {  // fences restart after this (FLUSHALL, restart without data)
+  std::int64_t from_us = 0, to_us = 0;
+  std::string why;
+};
+
+class ServerLog {
+ public:
+  // port > 0: connect and follow the server. port == 0: offline, for
+  // feeding recorded lines to the replay (the checker's own tests).
+  explicit ServerLog(int port, std::string prefix = "fairlock");
+  void feed(const std::string& monitor_line) { handle_line(monitor_line); }
+  void flush() { finish_script(); }
+  ~ServerLog();
+  ServerLog(const ServerLog&) = delete;
+  ServerLog& operator=(const ServerLog&) = delete;
+
+  // Waits until everything the server executed so far has been replayed
+  // (a marker command round trip), then stops. Returns false if the marker
+  // was not seen in time (the log is then incomplete and the caller fails).
+  bool stop();
+
+  // Valid after stop().
+  const std::vector<ServerGrant>& grants() const { return grants_; }
+  const std::vector<std::string>& violations() const { return violations_; }
+  const std::vector<LossWindow>& losses() const { return losses_; }
+  // Windows in which the MONITOR connection was down (server killed): what
+  // the server did then is not in the log.
+  const std::vector<LossWindow>& gaps() const { return gaps_; }
+  std::size_t lines() const { return lines_; }
+  std::size_t scripts() const { return scripts_; }
+  int resyncs() const { return resyncs_; }
+  // Names whose keys were written by a non-script command (not checked).
+  const std::set<std::string>& tainted() const { return tainted_; }
+
+ private:
+  struct NameState {
+    std::map<std::string, double> q, w, h;
+    std::map<std::string, std::string> g;
+    std::uint64_t last_fence = 0;
+    std::map<std::string, std::int64_t> expire_at;  // suffix -> us (PEXPIRE by the scripts)
+  };
+  // Drops the structures of `name` whose TTL ran out before `ts` (Redis
+  // expires keys without any command MONITOR could show).
+  void expire(const std::string& name, std::int64_t ts);
+  void run();
+  bool connect_and_resync();
+  void handle_line(const std::string& line);
+  void apply_snapshot(const redisReply& r);
+  void lua(std::int64_t ts, const std::vector<std::string>& argv);
+  void client_cmd(std::int64_t ts, const std::vector<std::string>& argv);
+  void finish_script();
+  bool split_key(const std::string& key, std::string& name, std::string& suffix) const;
+  void violation(const std::string& what);
+
+  int port_;
+  std::string prefix_;
+  std::string sentinel_;
+  bool synced_once_ = false;
+  std::map<std::string, std::string> sha_kind_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::string marker_;       // resync marker currently awaited ("" = in sync)
+  std::string stop_marker_;  // set by stop(), then stop_marker_set_
+  std::atomic<bool> stop_marker_set_{false};
+  std::atomic<bool> stop_seen_{false};
+  redisContext* mon_ = nullptr;
+  redisReply* pending_snapshot_ = nullptr;
+  std::int64_t down_since_ = 0;
+
+  std::map<std::string, NameState> names_;
+  std::vector<ServerGrant> grants_;
+  std::vector<std::string> violations_;
+  std::vector<LossWindow> losses_;
+  std::vector<LossWindow> gaps_;
+  std::set<std::string> tainted_;
+  int epoch_ = 0;
+  std::size_t lines_ = 0, scripts_ = 0;
+  int resyncs_ = 0;
+
+  // Current script execution.
+  bool in_script_ = false;
+  std::string kind_;
+  std::set<std::string> own_;
+  std::map<std::string, double> removed_w_;  // member -> w deadline when first removed
+  struct QRemoval {
+    std::string name;
+    std::int64_t ts = 0;
+    double ticket = 0;
+  };
+  std::map<std::string, QRemoval> q_removed_;
+  struct HRemoval {
+    std::string name, member;
+    double deadline = 0;
+    std::int64_t ts = 0;
+  };
+  std::vector<HRemoval> h_removed_;
+  std::set<std::pair<std::string, std::string>> granted_;  // (name, member)
+  std::set<std::pair<std::string, std::string>> new_holders_;
+};
+
+// Parses one MONITOR line into (timestamp us, from_lua, argv). False if malformed.
+bool parse_monitor_line(const std::string& line, std::int64_t& ts, bool& from_lua, std::vector<std::string>& argv);
+
+}  // namespace fairlock::faults

@@ -1,0 +1,100 @@
+#pragma once
+// Shared by the fault-injection tests and their worker processes:
+//   Rec   a plain hiredis connection to the *recorder* redis-server (a second
+//         instance that is never faulted), used for grant records and as the
+//         common clock (Redis TIME; on one host it is the same clock the lock
+//         server uses for its deadlines);
+//   Proc  a child process with stdin/stdout pipes, killable, with bounded waits.
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "line_reader.h"
+
+struct redisContext;
+struct redisReply;
+
+namespace fairlock::faults {
+
+// Microseconds, Redis TIME of the recorder.
+using Micros = std::int64_t;
+
+class Rec {
+ public:
+  explicit Rec(int port, const std::string& host = "127.0.0.1");
+  ~Rec();
+  Rec(const Rec&) = delete;
+  Rec& operator=(const Rec&) = delete;
+
+  Micros time_us();
+  void rpush(const std::string& key, const std::string& value);
+  void hset(const std::string& key, const std::string& field, const std::string& value);
+  std::vector<std::string> lrange(const std::string& key);
+  std::map<std::string, std::string> hgetall(const std::string& key);
+  // Any command; the reply as text (arrays joined by '\n', errors "ERR:...").
+  std::string cmd(const std::vector<std::string>& argv);
+
+ private:
+  redisReply* raw(const std::vector<std::string>& argv);
+  redisContext* c_ = nullptr;
+};
+
+// A Rec shared by several threads (e.g. the on_lost callback of every lock).
+class SharedRec {
+ public:
+  explicit SharedRec(int port) : rec_(port) {}
+  Micros time_us() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return rec_.time_us();
+  }
+  void rpush(const std::string& key, const std::string& value) {
+    std::lock_guard<std::mutex> lk(mu_);
+    rec_.rpush(key, value);
+  }
+
+ private:
+  std::mutex mu_;
+  Rec rec_;
+};
+
+class Proc {
+ public:
+  Proc(const std::string& path, const std::vector<std::string>& args);
+  ~Proc();  // SIGKILLs and reaps the child if it still runs
+  Proc(const Proc&) = delete;
+  Proc& operator=(const Proc&) = delete;
+
+  // One line of stdout, or nullopt if none came within `limit` (or EOF).
+  std::optional<std::string> line(std::chrono::milliseconds limit = std::chrono::milliseconds(30000));
+  // Waits for a line starting with `prefix`, skipping others; nullopt on timeout.
+  std::optional<std::string> expect(const std::string& prefix,
+                                    std::chrono::milliseconds limit = std::chrono::milliseconds(30000));
+  void send(const std::string& line);  // writes line + '\n' to stdin
+  void kill(int sig = SIGKILL);
+  // Waits for exit at most `limit`; the exit code (128+signal if signalled),
+  // or nullopt if it is still running.
+  std::optional<int> wait_for(std::chrono::milliseconds limit);
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  test::LineReader out_;
+  int in_ = -1;
+};
+
+// Splits on single spaces.
+std::vector<std::string> split(const std::string& s, char sep = ' ');
+// An integer environment variable, or `fallback`.
+long long env_int(const char* name, long long fallback);
+// The recorder list key for one test: unique per test and process.
+std::string ev_key(const std::string& base);
+
+}  // namespace fairlock::faults

@@ -1,0 +1,318 @@
+// The checkers must be able to fail: crafted histories and crafted MONITOR
+// streams with known violations are flagged, clean ones are not.
+#include <fairlock/fairlock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "fairlock_lua.h"
+#include "scenario.h"
+
+namespace fairlock::faults {
+namespace {
+
+GrantRec grant(const std::string& gid, std::uint64_t fence, Micros start, Micros end, std::uint32_t permits = 1) {
+  GrantRec g;
+  g.gid = gid;
+  g.wid = "w" + gid;
+  g.name = "n";
+  g.permits = permits;
+  g.fence = fence;
+  g.t_call = start - 10;
+  g.start = start;
+  g.end = end;
+  g.owned_start = g.owned_end = true;
+  g.unlock_result = "ok";
+  g.op = "lock";
+  return g;
+}
+
+CheckResult run(std::vector<GrantRec> gs, CheckConfig cfg = CheckConfig()) {
+  History h;
+  h.grants = std::move(gs);
+  return check(h, cfg);
+}
+
+bool mentions(const CheckResult& r, const std::string& what) {
+  for (const auto& v : r.violations) {
+    if (v.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(Checker, CleanHistoryPasses) {
+  auto r = run({grant("1", 1, 100, 200), grant("2", 2, 200, 300), grant("3", 5, 350, 400)});
+  EXPECT_TRUE(r.violations.empty()) << r.violations.front();
+  EXPECT_EQ(r.valid, 3u);
+  EXPECT_EQ(r.max_concurrent, 1u);
+}
+
+TEST(Checker, FlagsTwoHoldersOfALock) {
+  auto r = run({grant("1", 1, 100, 200), grant("2", 2, 199, 300)});
+  EXPECT_TRUE(mentions(r, "2 holders believed valid at once")) << r.violations.size();
+}
+
+TEST(Checker, SemaphoreAllowsPermitsHoldersButNotMore) {
+  EXPECT_TRUE(run({grant("1", 1, 100, 300, 2), grant("2", 2, 150, 300, 2)}).violations.empty());
+  auto r = run({grant("1", 1, 100, 300, 2), grant("2", 2, 150, 300, 2), grant("3", 3, 200, 250, 2)});
+  EXPECT_TRUE(mentions(r, "3 holders believed valid at once for 2 permit(s)"));
+}
+
+// A holder killed right after its grant was believed valid at one instant:
+// that point overlaps what contains it, and nothing after it.
+TEST(Checker, PointIntervalsOverlapOnlyWhatContainsThem) {
+  GrantRec point = grant("1", 1, 100, -1);
+  point.end = -1;
+  point.unlock_result.clear();
+  point.last_valid = 100;
+  CheckConfig cfg;
+  cfg.killed = {point.wid};
+  EXPECT_TRUE(run({point, grant("2", 2, 150, 300), grant("3", 3, 300, 400)}, cfg).violations.empty());
+  EXPECT_TRUE(mentions(run({grant("0", 1, 50, 200),
+                            [&] {
+                              GrantRec p = point;
+                              p.fence = 2;
+                              return p;
+                            }()},
+                           cfg),
+                       "2 holders believed valid at once"));
+}
+
+TEST(Checker, FlagsDuplicateAndDecreasingFences) {
+  EXPECT_TRUE(mentions(run({grant("1", 7, 100, 200), grant("2", 7, 300, 400)}), "granted twice"));
+  EXPECT_TRUE(mentions(run({grant("1", 9, 100, 200), grant("2", 8, 300, 400)}), "began after fence 9"));
+  EXPECT_TRUE(mentions(run({grant("1", 0, 100, 200)}), "garbage fence"));
+}
+
+TEST(Checker, KilledOrLostHolderCountsUntilItsLastValidSample) {
+  GrantRec dead = grant("1", 1, 100, -1);
+  dead.end = -1;
+  dead.unlock_result.clear();
+  dead.last_valid = 250;
+  CheckConfig cfg;
+  cfg.killed = {dead.wid};
+  EXPECT_TRUE(run({dead, grant("2", 2, 251, 300)}, cfg).violations.empty());
+  EXPECT_TRUE(mentions(run({dead, grant("2", 2, 240, 300)}, cfg), "holders believed valid at once"));
+  // Not killed: a grant must be unlocked.
+  EXPECT_TRUE(mentions(run({dead}), "never unlocked"));
+  // Lost at the end: valid only until the last sample.
+  GrantRec lost = grant("3", 3, 100, 400);
+  lost.owned_end = false;
+  lost.last_valid = 150;
+  lost.unlock_result = "lost";
+  cfg = CheckConfig();
+  cfg.allowed_unlock.insert("lost");
+  EXPECT_TRUE(run({lost, grant("4", 4, 151, 300)}, cfg).violations.empty());
+}
+
+TEST(Checker, FlagsLateTimedCallsAndUnexpectedOutcomes) {
+  History h;
+  ReturnRec r;
+  r.wid = "w";
+  r.op = "for";
+  r.name = "n";
+  r.t_call = 0;
+  r.t_ret = 9000000;
+  r.timeout_ms = 100;
+  r.outcome = "timeout";
+  h.returns.push_back(r);
+  r.t_ret = 200000;
+  r.outcome = "conn";
+  h.returns.push_back(r);
+  CheckConfig cfg;
+  cfg.deadline_slack_us = 1000000;
+  auto res = check(h, cfg);
+  EXPECT_TRUE(mentions(res, "returned after 9000 ms"));
+  EXPECT_TRUE(mentions(res, "ended with 'conn'"));
+}
+
+// ------------------------------------------------------------ ServerLog replay
+
+struct Feed {
+  ServerLog log{0};
+  std::int64_t t = 1700000000000000;
+  std::string k(const std::string& suffix) { return "fairlock:{n}:" + suffix; }
+  void line(bool lua, std::vector<std::string> argv, std::int64_t at = -1) {
+    if (at >= 0) t = at;
+    t += 10;
+    std::string s = std::to_string(t / 1000000) + "." + std::to_string(t % 1000000 + 1000000).substr(1) +
+                    (lua ? " [0 lua]" : " [0 127.0.0.1:5000]");
+    for (auto& a : argv) {
+      s += " \"";
+      for (char c : a) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += c;
+      }
+      s += "\"";
+    }
+    log.feed(s);
+  }
+  void script(std::string_view sha, std::vector<std::string> args) {
+    std::vector<std::string> v = {"evalsha", std::string(sha), "5", k("q"), k("w"), k("h"), k("g"), k("seq")};
+    v.insert(v.end(), args.begin(), args.end());
+    line(false, v);
+  }
+  std::int64_t ms() const { return t / 1000; }
+  const std::vector<std::string>& done() {
+    log.flush();
+    return log.violations();
+  }
+};
+
+bool any(const std::vector<std::string>& vs, const std::string& what) {
+  for (auto& v : vs) {
+    if (v.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+using namespace fairlock::detail::lua;
+
+// Two waiters queued behind a holder, written as the scripts would.
+void setup(Feed& f) {
+  f.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
+  f.line(true, {"HSET", f.k("g"), "permits", "1"});
+  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 1000), "pa:1"});
+  f.line(true, {"HSET", f.k("g"), "pa:1", "1"});
+  for (const char* m : {"pb:2", "pc:3"}) {
+    std::string ticket = m[1] == 'b' ? "2" : "3";
+    f.script(acquire_sha, {m, "1", "1000", "1000", "q"});
+    f.line(true, {"ZADD", f.k("q"), ticket, m});
+    f.line(true, {"ZADD", f.k("w"), std::to_string(f.ms() + 1000), m});
+  }
+}
+
+TEST(ServerLogReplay, ParsesEscapedMonitorLines) {
+  std::int64_t ts = 0;
+  bool lua = false;
+  std::vector<std::string> argv;
+  ASSERT_TRUE(parse_monitor_line(R"(1700000000.000123 [0 lua] "ZADD" "fl:{a b\"c}:q" "5" "m\x01\\e")", ts, lua, argv));
+  EXPECT_EQ(ts, 1700000000000123);
+  EXPECT_TRUE(lua);
+  ASSERT_EQ(argv.size(), 4u);
+  EXPECT_EQ(argv[1], "fl:{a b\"c}:q");
+  EXPECT_EQ(argv[3], std::string("m\x01\\e"));
+}
+
+TEST(ServerLogReplay, InOrderHandoffPasses) {
+  Feed f;
+  setup(f);
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"ZREM", f.k("h"), "pa:1"});
+  f.line(true, {"HDEL", f.k("g"), "pa:1"});
+  f.line(true, {"ZREM", f.k("q"), "pb:2"});
+  f.line(true, {"ZREM", f.k("w"), "pb:2"});
+  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 500), "pb:2"});
+  f.line(true, {"HSET", f.k("g"), "pb:2", "2:" + std::to_string(f.ms())});
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  EXPECT_EQ(f.log.grants().size(), 2u);
+}
+
+TEST(ServerLogReplay, FlagsAGrantThatSkipsALiveWaiter) {
+  Feed f;
+  setup(f);
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"ZREM", f.k("h"), "pa:1"});
+  f.line(true, {"HDEL", f.k("g"), "pa:1"});
+  f.line(true, {"ZREM", f.k("q"), "pc:3"});
+  f.line(true, {"ZREM", f.k("w"), "pc:3"});
+  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 500), "pc:3"});
+  f.line(true, {"HSET", f.k("g"), "pc:3", "3"});
+  EXPECT_TRUE(any(f.done(), "while pb:2 with the smaller ticket 2 still waits"));
+}
+
+TEST(ServerLogReplay, FlagsARemovedLiveWaiterAndAnEarlyEvictedHolder) {
+  Feed f;
+  setup(f);
+  f.script(heartbeat_sha, {"1", "1000", "pc:3", "1000"});
+  f.line(true, {"ZREM", f.k("w"), "pb:2"});  // pb:2's deadline is still ahead
+  f.line(true, {"ZREM", f.k("q"), "pb:2"});
+  f.line(true, {"ZREM", f.k("h"), "pa:1"});  // so is pa:1's
+  auto v = f.done();
+  EXPECT_TRUE(any(v, "live waiter pb:2"));
+  EXPECT_TRUE(any(v, "live holder pa:1"));
+}
+
+TEST(ServerLogReplay, ExpiredEntriesMayBeRemovedAndOwnersMayLeave) {
+  Feed f;
+  setup(f);
+  f.script(cancel_sha, {"pb:2", "1"});  // the owner cancels: fine
+  f.line(true, {"ZREM", f.k("q"), "pb:2"});
+  f.line(true, {"ZREM", f.k("w"), "pb:2"});
+  f.line(false, {"ping"}, f.t + 5000000);  // 5 s later everything has expired
+  f.script(heartbeat_sha, {"1", "1000", "pz:9", "1000"});
+  f.line(true, {"ZREM", f.k("h"), "pa:1"});
+  f.line(true, {"ZREM", f.k("w"), "pc:3"});
+  f.line(true, {"ZREM", f.k("q"), "pc:3"});
+  f.line(true, {"DEL", f.k("g"), f.k("w")});
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+}
+
+TEST(ServerLogReplay, FlagsFencesThatDoNotIncreaseAndOvergrants) {
+  Feed f;
+  setup(f);
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"ZREM", f.k("h"), "pa:1"});
+  f.line(true, {"ZREM", f.k("q"), "pb:2"});
+  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 500), "pb:2"});
+  f.line(true, {"HSET", f.k("g"), "pb:2", "1"});  // not above the last fence (1)
+  f.line(true, {"ZREM", f.k("q"), "pc:3"});
+  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 500), "pc:3"});  // a second holder of a lock
+  f.line(true, {"HSET", f.k("g"), "pc:3", "-4"});
+  auto v = f.done();
+  EXPECT_TRUE(any(v, "fence 1 granted after fence 1"));
+  EXPECT_TRUE(any(v, "2 holders for 1 permit(s)"));
+  EXPECT_TRUE(any(v, "garbage fence '-4'"));
+}
+
+TEST(ServerLogReplay, FlushallStartsANewEpoch) {
+  Feed f;
+  setup(f);
+  f.line(false, {"flushall"});
+  f.script(acquire_sha, {"pd:4", "1", "1000", "1000", "q"});
+  f.line(true, {"HSET", f.k("g"), "permits", "1"});
+  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 1000), "pd:4"});
+  f.line(true, {"HSET", f.k("g"), "pd:4", "1"});  // fences restart: not a violation
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  ASSERT_EQ(f.log.losses().size(), 1u);
+  EXPECT_EQ(f.log.grants().back().epoch, 1);
+}
+
+// The live log against a real server and the real library: no violations,
+// and every grant the clients saw is one the server made.
+TEST(ServerLogReplay, FollowsALiveServer) {
+  ServerLog log(test::server().port());
+  Options o;
+  o.url = test::server().url();
+  o.liveness_ttl = 900ms;
+  Client client(o);
+  std::string name = "replay-live:" + std::to_string(::getpid());
+  std::vector<std::uint64_t> fences;
+  std::mutex mu;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 4; ++i) {
+    ts.emplace_back([&] {
+      FairLock lock(client, name);
+      for (int j = 0; j < 10; ++j) {
+        lock.lock();
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          fences.push_back(lock.fence());
+        }
+        lock.unlock();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  ASSERT_TRUE(log.stop());
+  for (const auto& v : log.violations()) ADD_FAILURE() << v;
+  std::set<std::uint64_t> server_fences;
+  for (const auto& g : log.grants()) {
+    if (g.name == name) server_fences.insert(g.fence);
+  }
+  EXPECT_EQ(server_fences.size(), 40u);
+  for (auto f : fences) EXPECT_TRUE(server_fences.count(f)) << f;
+}
+
+}  // namespace
+}  // namespace fairlock::faults

@@ -1,0 +1,388 @@
+// Security: AUTH with a password, an ACL user limited to the key prefix, the
+// wake channels and exactly the commands the library and its scripts need
+// (the minimal rule is tested to be enough, and each of its permissions to
+// be needed); a client without the right permissions gets a clear error;
+// tokens are unguessable.
+#include <fairlock/fairlock.h>
+#include <gtest/gtest.h>
+
+#include <bitset>
+#include <set>
+
+#include "fairlock_lua.h"
+#include "scenario.h"
+
+namespace fairlock::faults {
+namespace {
+
+// The minimal ACL rule for the default (publish) mode, every feature included
+// (lock, semaphore, try, timeouts, cancel, renewal, NOSCRIPT recovery,
+// inspect, list, evict). It is what the README documents.
+const std::vector<std::string> kMinimalRule = {"resetkeys", "~fairlock:*", "resetchannels", "&fairlock:wake:*", "-@all",
+                                               // the client itself
+                                               "+evalsha", "+script|load", "+subscribe", "+scan",
+                                               // the scripts
+                                               "+time", "+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore",
+                                               "+zcard", "+zrank", "+hget", "+hset", "+hdel", "+get", "+set", "+del",
+                                               "+exists", "+pexpireat", "+publish"};
+// Added for Notify::keyspace.
+const std::vector<std::string> kKeyspaceExtra = {"&__keyspace@*__:fairlock:*", "+unsubscribe", "+config|get"};
+
+void set_user(test::RedisServer& s, const std::string& user, const std::string& password,
+              const std::vector<std::string>& rule) {
+  std::vector<std::string> argv = {"ACL", "SETUSER", user, "reset", "on", ">" + password};
+  argv.insert(argv.end(), rule.begin(), rule.end());
+  ASSERT_EQ(s.cmd(argv), "OK");
+}
+
+struct Workload {
+  std::vector<std::string> errors;  // "step: what()"
+  bool subscribed = false;          // the server shows the client's wake subscription
+};
+
+// Everything a user of the library does, as `user`.
+Workload workload(test::RedisServer& s, const std::string& user, const std::string& password,
+                  Notify mode = Notify::publish) {
+  Workload w;
+  Options o;
+  o.url = "redis://" + user + ":" + password + "@127.0.0.1:" + std::to_string(s.port());
+  o.liveness_ttl = 900ms;
+  o.connect_timeout = 500ms;
+  o.notify = mode;
+  static std::atomic<int> round{0};
+  const std::string name = "acl:" + std::to_string(::getpid()) + ":" + std::to_string(round++);
+  // Stops at the first failure: it names the cause, the rest would only be
+  // its consequences (and slow waits for things that cannot happen).
+  auto step = [&](const char* what, const std::function<void()>& f) {
+    if (!w.errors.empty()) return;
+    try {
+      f();
+    } catch (const std::exception& e) {
+      w.errors.push_back(std::string(what) + ": " + e.what());
+    }
+  };
+  s.cmd({"SCRIPT", "FLUSH"});  // the user must be able to load the scripts
+  std::unique_ptr<Client> c;
+  step("client", [&] { c = std::make_unique<Client>(o); });
+  if (!c) return w;
+  LockOptions lo;
+  lo.lease = 300ms;
+  FairLock a(*c, name, lo), b(*c, name, lo);
+  step("lock", [&] { a.lock(); });
+  if (!w.errors.empty()) return w;
+  std::atomic<bool> b_done{false};
+  std::string b_error;
+  std::thread t([&] {
+    try {
+      b.lock();
+    } catch (const std::exception& e) {
+      b_error = std::string("queued lock: ") + e.what();
+    }
+    b_done = true;
+  });
+  eventually([&] { return zcard(s, name, "q") == 1 || b_done.load(); }, 5s);
+  if (b_done && !b_error.empty()) w.errors.push_back(b_error);
+  // The wake subscription, as the server sees it (publish: the client's
+  // channel; keyspace: the name's wake key channel while b waits).
+  w.subscribed = eventually(
+      [&] {
+        if (mode == Notify::publish) {
+          auto r = split(s.cmd({"PUBSUB", "NUMSUB", "fairlock:wake:" + c->id()}), '\n');
+          return r.size() == 2 && r[1] == "1";
+        }
+        return !s.cmd({"PUBSUB", "CHANNELS", "__keyspace@*__:fairlock:*"}).empty();
+      },
+      3s);
+  step("inspect", [&] {
+    if (c->inspect(name).holder_count != 1) throw std::runtime_error("inspect: no holder");
+  });
+  step("list", [&] {
+    if (c->list("acl:*").empty()) throw std::runtime_error("list: nothing found");
+  });
+  std::this_thread::sleep_for(700ms);  // two leases: renewed by the heartbeat
+  step("renewal", [&] {
+    if (a.owns_lock()) return;
+    std::string why = "the lease was not renewed";
+    try {
+      a.unlock();
+    } catch (const std::exception& e) {
+      why += std::string("; unlock() says: ") + e.what();
+    }
+    throw std::runtime_error(why);
+  });
+  step("unlock with handoff", [&] { a.unlock(); });
+  if (!w.errors.empty()) b.cancel();
+  eventually([&] { return b_done.load(); }, 10s);
+  t.join();
+  if (!b_error.empty() && w.errors.empty()) w.errors.push_back(b_error);
+  if (!w.errors.empty()) return w;
+  step("handed-off grant", [&] {
+    if (!b.owns_lock()) throw std::runtime_error("never granted");
+  });
+  step("try_lock_for timeout", [&] {
+    if (a.try_lock_for(50ms)) throw std::runtime_error("got a held lock");
+  });
+  step("try_lock busy", [&] {
+    if (a.try_lock()) throw std::runtime_error("got a held lock");
+  });
+  // A waiter evicted by the operator.
+  if (!w.errors.empty()) return w;
+  std::atomic<bool> cancelled{false};
+  std::thread t2([&] {
+    try {
+      a.lock();
+      a.unlock();
+    } catch (const Cancelled&) {
+      cancelled = true;
+    } catch (const std::exception& e) {
+      w.errors.push_back(std::string("waiter to evict: ") + e.what());
+    }
+  });
+  eventually([&] { return zcard(s, name, "q") == 1; }, 5s);
+  step("evict", [&] {
+    auto st = c->inspect(name);
+    if (st.waiters.empty()) throw std::runtime_error("no waiter to evict");
+    if (c->evict(name, st.waiters[0].token) != Evicted::waiter) throw std::runtime_error("not evicted");
+  });
+  std::this_thread::sleep_for(100ms);
+  a.cancel();
+  t2.join();
+  step("unlock (idle cleanup)", [&] { b.unlock(); });
+  FairSemaphore s1(*c, name + ":sem", 2), s2(*c, name + ":sem", 2);
+  step("semaphore", [&] {
+    s1.lock();
+    s2.lock();
+    s1.unlock();
+    s2.unlock();
+  });
+  return w;
+}
+
+// A permission failure as Redis reports it: NOPERM from a command of the
+// client, or a refusal of a command the script called for its user.
+bool is_permission_error(const std::string& e) {
+  return e.find("NOPERM") != std::string::npos || e.find("can't run this command") != std::string::npos ||
+         e.find("no permissions") != std::string::npos || e.find("can't access") != std::string::npos ||
+         e.find("can't publish") != std::string::npos;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += "\n  " + x;
+  return out;
+}
+
+TEST(Security, PasswordAuth) {
+  test::RedisServer s;  // (RedisServer's start-up PING cannot authenticate: set the password now)
+  ASSERT_EQ(s.cmd({"CONFIG", "SET", "requirepass", "p@ss:w/rd"}), "OK");
+  Options o;
+  o.url = "redis://:p%40ss%3Aw%2Frd@127.0.0.1:" + std::to_string(s.port());  // percent-encoded
+  o.liveness_ttl = 900ms;
+  {
+    Client c(o);
+    FairLock a(c, "auth"), b(c, "auth");
+    a.lock();
+    std::thread t([&] { b.lock(); });
+    Rec admin(s.port());
+    ASSERT_EQ(admin.cmd({"AUTH", "p@ss:w/rd"}), "OK");
+    ASSERT_TRUE(eventually([&] { return admin.cmd({"ZCARD", qkey("auth", "q")}) == "1"; }));
+    a.unlock();
+    t.join();
+    EXPECT_TRUE(b.owns_lock());
+    EXPECT_EQ(admin.cmd({"PUBSUB", "NUMSUB", "fairlock:wake:" + c.id()}), "fairlock:wake:" + c.id() + "\n1")
+        << "the subscriber did not authenticate";
+    b.unlock();
+  }
+  // Wrong and missing passwords: a clear, typed error, at once.
+  for (const std::string& url :
+       {"redis://:wrong@127.0.0.1:" + std::to_string(s.port()), "redis://127.0.0.1:" + std::to_string(s.port())}) {
+    Options bad = o;
+    bad.url = url;
+    bad.connect_timeout = 500ms;
+    Client c(bad);
+    FairLock l(c, "auth");
+    try {
+      l.lock();
+      ADD_FAILURE() << url << ": lock() succeeded";
+    } catch (const ServerError& e) {
+      std::string m = e.what();
+      EXPECT_TRUE(m.find("WRONGPASS") != std::string::npos || m.find("NOAUTH") != std::string::npos)
+          << url << ": " << m;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << url << ": not a ServerError: " << e.what();
+    }
+  }
+}
+
+TEST(Security, MinimalAclRuleIsEnough) {
+  test::RedisServer s;
+  set_user(s, "app", "secret", kMinimalRule);
+  Workload w = workload(s, "app", "secret");
+  EXPECT_TRUE(w.errors.empty()) << "with the minimal rule:" << joined(w.errors);
+  EXPECT_TRUE(w.subscribed) << "the user could not subscribe to its wake channel";
+  // Keyspace mode needs three more permissions.
+  test::RedisServer ks({"--notify-keyspace-events", "K$"});
+  std::vector<std::string> rule = kMinimalRule;
+  rule.insert(rule.end(), kKeyspaceExtra.begin(), kKeyspaceExtra.end());
+  set_user(ks, "app", "secret", rule);
+  Workload k = workload(ks, "app", "secret", Notify::keyspace);
+  EXPECT_TRUE(k.errors.empty()) << "keyspace mode with the minimal rule + extras:" << joined(k.errors);
+  EXPECT_TRUE(k.subscribed) << "the user could not subscribe to the keyspace channel";
+  std::string rule_text;
+  for (const auto& r : kMinimalRule) rule_text += " " + r;
+  std::cout << "[figures] minimal ACL rule:" << rule_text << std::endl;
+}
+
+// The documented rule must follow the scripts: every command they call is
+// in it (a new redis.call in lua/ fails here until the rule is updated).
+TEST(Security, ScriptsUseOnlyCommandsOfTheDocumentedRule) {
+  using namespace fairlock::detail::lua;
+  std::set<std::string> used;
+  for (auto src : {acquire_source, release_source, cancel_source, heartbeat_source, inspect_source, evict_source}) {
+    std::string text(src);
+    for (size_t pos = text.find("redis.call('"); pos != std::string::npos; pos = text.find("redis.call('", pos + 1)) {
+      size_t start = pos + 12, end = text.find('\'', start);
+      std::string cmd = text.substr(start, end - start);
+      for (auto& ch : cmd) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      used.insert(cmd);
+    }
+  }
+  ASSERT_FALSE(used.empty());
+  const std::set<std::string> rule(kMinimalRule.begin(), kMinimalRule.end());
+  for (const auto& cmd : used) {
+    EXPECT_TRUE(rule.count("+" + cmd)) << "the scripts call " << cmd
+                                       << ", which the documented ACL rule does not allow";
+  }
+}
+
+// Each permission of the rule is needed: without it some operation fails
+// with a clear permission error (or, for SUBSCRIBE, wake signals stop).
+class AclPermission : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AclPermission, IsNeeded) {
+  const std::string dropped = GetParam();
+  test::RedisServer s;
+  std::vector<std::string> rule;
+  for (const auto& r : kMinimalRule) {
+    if (r != dropped) rule.push_back(r);
+  }
+  set_user(s, "app", "secret", rule);
+  Workload w = workload(s, "app", "secret");
+  if (dropped == "+subscribe") {
+    EXPECT_FALSE(w.subscribed) << "without +subscribe, the client still subscribed";
+    EXPECT_TRUE(w.errors.empty()) << "without +subscribe the library falls back to polling:" << joined(w.errors);
+    return;
+  }
+  ASSERT_FALSE(w.errors.empty()) << "without '" << dropped << "' everything still works: not needed";
+  EXPECT_TRUE(is_permission_error(w.errors.front()))
+      << "without '" << dropped << "', the error is unclear:" << joined(w.errors);
+  std::cout << "[figures] without '" << dropped << "': " << w.errors.front().substr(0, 140) << std::endl;
+}
+
+std::vector<std::string> droppable() {
+  std::vector<std::string> out;
+  for (const auto& r : kMinimalRule) {
+    if (r != "resetkeys" && r != "resetchannels" && r != "-@all") out.push_back(r);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rule, AclPermission, ::testing::ValuesIn(droppable()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string id;
+                           for (char c : info.param) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return id;
+                         });
+
+TEST(Security, UserWithoutPermissionsGetsAClearError) {
+  test::RedisServer s;
+  struct U {
+    const char* what;
+    std::vector<std::string> rule;
+  };
+  for (const U& u :
+       {U{"no commands", {"~fairlock:*", "&fairlock:wake:*", "-@all"}},
+        U{"another key prefix", {"~other:*", "&fairlock:wake:*", "+@all"}},
+        U{"no channel", {"~fairlock:*", "resetchannels", "+@all"}},
+        U{"read-only", {"~fairlock:*", "&fairlock:wake:*", "-@all", "+@read", "+evalsha", "+script|load"}}}) {
+    set_user(s, "limited", "pw", u.rule);
+    Workload w = workload(s, "limited", "pw");
+    ASSERT_FALSE(w.errors.empty()) << u.what << ": no error at all";
+    EXPECT_TRUE(is_permission_error(w.errors.front())) << u.what << ": the first error is unclear:" << joined(w.errors);
+    std::cout << "[figures] user with " << u.what << ": " << w.errors.size()
+              << " errors, first: " << (w.errors.empty() ? "-" : w.errors[0].substr(0, 160)) << std::endl;
+  }
+}
+
+// Tokens: 128 random bits per claim, 64 per client, no structure a guesser
+// could use; a guessed member can neither release nor evict.
+TEST(Security, TokensAreUnguessable) {
+  test::RedisServer& s = test::server();
+  constexpr int kClients = 8, kClaims = 250;
+  std::set<std::string> tokens, cids;
+  std::vector<std::bitset<128>> bits;
+  for (int c = 0; c < kClients; ++c) {
+    Options o;
+    o.url = s.url();
+    o.liveness_ttl = 900ms;
+    Client client(o);
+    ASSERT_TRUE(cids.insert(client.id()).second) << "two clients share the id " << client.id();
+    ASSERT_EQ(client.id().size(), 16u);
+    const std::string name = "tokens:" + std::to_string(::getpid()) + ":" + std::to_string(c);
+    FairLock lock(client, name);
+    for (int i = 0; i < kClaims; ++i) {
+      lock.lock();
+      auto st = client.inspect(name);
+      ASSERT_EQ(st.holders.size(), 1u);
+      const std::string t = st.holders[0].token;
+      ASSERT_EQ(t.size(), 1 + 16 + 1 + 32u);
+      std::string hex = t.substr(18);
+      ASSERT_EQ(hex.find_first_not_of("0123456789abcdef"), std::string::npos) << t;
+      ASSERT_TRUE(tokens.insert(hex).second) << "token repeated: " << hex;
+      std::bitset<128> b;
+      for (int d = 0; d < 32; ++d) {
+        int v = std::stoi(hex.substr(static_cast<size_t>(d), 1), nullptr, 16);
+        for (int k = 0; k < 4; ++k) b[static_cast<size_t>(d * 4 + k)] = (v >> k) & 1;
+      }
+      bits.push_back(b);
+      lock.unlock();
+    }
+  }
+  // Every bit position is set in about half of the tokens (a binomial with
+  // n = 2000: mean 1000, sd 22; the bound is 9 sd), and consecutive tokens
+  // differ in about half of their bits (the bound is 8 sd of 64 +- 5.7).
+  const double n = static_cast<double>(bits.size());
+  int worst_bias = 0;
+  for (size_t pos = 0; pos < 128; ++pos) {
+    int ones = 0;
+    for (auto& b : bits) ones += b[pos];
+    worst_bias = std::max(worst_bias, std::abs(ones - static_cast<int>(n / 2)));
+  }
+  EXPECT_LT(worst_bias, 200) << "a bit position is biased";
+  for (size_t i = 1; i < bits.size(); ++i) {
+    int diff = static_cast<int>((bits[i] ^ bits[i - 1]).count());
+    EXPECT_GT(diff, 64 - 45) << "tokens " << i - 1 << " and " << i << " are related";
+    EXPECT_LT(diff, 64 + 45) << "tokens " << i - 1 << " and " << i << " are related";
+  }
+  // A guessed member (right client id, wrong token) cannot release or evict.
+  Options o;
+  o.url = s.url();
+  Client client(o);
+  const std::string name = "tokens-guess:" + std::to_string(::getpid());
+  FairLock lock(client, name);
+  lock.lock();
+  std::string real = client.inspect(name).holders.at(0).token;
+  std::string guess = real;
+  guess.back() = guess.back() == '0' ? '1' : '0';
+  RawParticipant guesser(s, name, guess);
+  EXPECT_EQ(guesser.release(), "0") << "a guessed token released the lock";
+  EXPECT_EQ(client.evict(name, guess), Evicted::none);
+  EXPECT_TRUE(lock.owns_lock());
+  EXPECT_EQ(client.inspect(name).holders.at(0).token, real);
+  lock.unlock();
+  std::cout << "[figures] " << bits.size() << " tokens from " << cids.size()
+            << " clients: all distinct, worst bit bias " << worst_bias << "/" << static_cast<int>(n / 2) << std::endl;
+}
+
+}  // namespace
+}  // namespace fairlock::faults
