@@ -116,8 +116,8 @@ Metrics analyse(const std::vector<Rec>& recs, std::int64_t go, std::int64_t stop
     std::vector<double> delay;
     for (const auto& r : recs) {
       if (r.grant == 0 || r.fence == 0 || r.wait_rt_us == 0) continue;
-      const double arrival_ms = static_cast<double>(r.fence / 1000);
-      delay.push_back(arrival_ms - static_cast<double>(r.wait_rt_us) / 1000.0);
+      const std::uint64_t arrival_ms = r.fence / 1000;  // floor: whole milliseconds
+      delay.push_back(static_cast<double>(arrival_ms) - static_cast<double>(r.wait_rt_us) / 1000.0);
     }
     m.arrival_delay_p50_ms = quantile(delay, 0.5);
     m.arrival_delay_p99_ms = quantile(delay, 0.99);

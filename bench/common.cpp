@@ -54,7 +54,7 @@ std::string fmt(const char* f, ...) {
   if (static_cast<std::size_t>(n) < sizeof buf) return std::string(buf, static_cast<std::size_t>(n));
   std::string big(static_cast<std::size_t>(n) + 1, '\0');
   va_start(ap, f);
-  std::vsnprintf(&big[0], big.size(), f, ap);
+  std::vsnprintf(big.data(), big.size(), f, ap);
   va_end(ap);
   big.resize(static_cast<std::size_t>(n));
   return big;
@@ -63,7 +63,7 @@ std::string fmt(const char* f, ...) {
 // ---------------------------------------------------------------- Redis
 
 Redis::Redis(const std::string& host, int port, int timeout_ms) {
-  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  timeval tv{timeout_ms / 1000, static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
   c_ = redisConnectWithTimeout(host.c_str(), port, tv);
   if (!c_ || c_->err) {
     std::string why = c_ ? c_->errstr : "out of memory";
@@ -239,7 +239,7 @@ double quantile(std::vector<double> v, double q) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   double pos = q * static_cast<double>(v.size() - 1);
-  std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  auto lo = static_cast<std::size_t>(std::floor(pos));
   std::size_t hi = std::min(lo + 1, v.size() - 1);
   double frac = pos - static_cast<double>(lo);
   return v[lo] + (v[hi] - v[lo]) * frac;
@@ -303,7 +303,7 @@ void Json::dump_to(std::string& out, int indent, int depth) const {
   auto nl = [&](int d) {
     if (indent <= 0) return;
     out.push_back('\n');
-    out.append(static_cast<std::size_t>(indent * d), ' ');
+    out.append(static_cast<std::size_t>(indent) * static_cast<std::size_t>(d), ' ');
   };
   if (!raw_.empty()) {
     out += raw_;

@@ -89,6 +89,8 @@ class Json {
  public:
   enum class Kind { null, boolean, number, string, array, object };
   Json() = default;
+  // Implicit by design, as in any JSON value type: j["ms"] = 1.5; j["name"] = "x";
+  // NOLINTBEGIN(google-explicit-constructor)
   Json(double v) : kind_(Kind::number), num_(v) {}
   Json(int v) : kind_(Kind::number), num_(v) {}
   Json(long v) : kind_(Kind::number), num_(static_cast<double>(v)) {}
@@ -98,6 +100,7 @@ class Json {
   Json(bool v) : kind_(Kind::boolean), bool_(v) {}
   Json(const char* v) : kind_(Kind::string), str_(v) {}
   Json(std::string v) : kind_(Kind::string), str_(std::move(v)) {}
+  // NOLINTEND(google-explicit-constructor)
   static Json object() {
     Json j;
     j.kind_ = Kind::object;

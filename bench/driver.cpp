@@ -161,6 +161,12 @@ struct Target {
   std::string note;
 };
 
+// Progress on stdout, flushed: the driver runs for minutes.
+void say(const std::string& s) {
+  std::printf("%s", s.c_str());
+  std::fflush(stdout);
+}
+
 struct Env {
   std::string host = "127.0.0.1";
   int port = 0;
@@ -185,10 +191,6 @@ struct Env {
   void fail(const std::string& what) {
     std::fprintf(stderr, "BENCHMARK ERROR: %s\n", what.c_str());
     broken.push_back(what);
-  }
-  void say(const std::string& s) {
-    std::printf("%s", s.c_str());
-    std::fflush(stdout);
   }
   void target(std::string id, std::string goal, std::string measured, bool met, std::string note = "") {
     targets.push_back({std::move(id), std::move(goal), std::move(measured), met, std::move(note)});
@@ -365,6 +367,9 @@ Measured run_workers(Env& e, const RunSpec& s) {
   };
   struct Guard {
     std::function<void()> f;
+    explicit Guard(std::function<void()> fn) : f(std::move(fn)) {}
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
     ~Guard() { f(); }
   } guard{stop_observer};  // joined on every way out, exceptions included
   ServerSnap a = snapshot(*e.admin);
@@ -402,7 +407,7 @@ Measured run_workers(Env& e, const RunSpec& s) {
                o.tot.first_error.c_str()));
   if (o.m.grants == 0) e.fail(fmt("run %d (%s W=%d): no grants", id, s.system.c_str(), s.W()));
   if (o.m.grants > 0) {
-    const double g = static_cast<double>(o.m.grants);
+    const auto g = static_cast<double>(o.m.grants);
     o.cmds_pg = static_cast<double>(o.d.commands) / g;
     o.cpu_pg = o.d.cpu_us / g;
     o.rt_pg = static_cast<double>(s.system == "fair" ? o.d.top_level : o.tot.rt) / g;
@@ -423,9 +428,9 @@ Measured measure(Env& e, const RunSpec& s) {
   r.rtt_us = median(pre);
   // Redis CPU per PING (INFO's own cost included), recorded as raw data.
   r.cpu_per_ping_us = ((p1.cpu_s - p0.cpu_s) + (p3.cpu_s - p2.cpu_s)) * 1e6 / (2.0 * e.pings);
-  e.say(fmt("  %-6s %-8s W=%-3d (%dx%d) permits=%d: %6lld grants, %7.0f/s, handoff p50 %s us, RTT %.0f us%s\n",
-            s.system.c_str(), s.system == "fair" ? s.notify.c_str() : "", s.W(), s.procs, s.threads, s.permits,
-            r.m.grants, r.m.grants_per_s, num(r.m.handoff_p50_us, 0).c_str(), r.rtt_us, r.ok ? "" : "  (FAILED)"));
+  say(fmt("  %-6s %-8s W=%-3d (%dx%d) permits=%d: %6lld grants, %7.0f/s, handoff p50 %s us, RTT %.0f us%s\n",
+          s.system.c_str(), s.system == "fair" ? s.notify.c_str() : "", s.W(), s.procs, s.threads, s.permits,
+          r.m.grants, r.m.grants_per_s, num(r.m.handoff_p50_us, 0).c_str(), r.rtt_us, r.ok ? "" : "  (FAILED)"));
   return r;
 }
 
@@ -548,7 +553,7 @@ Summary summarise(const std::vector<Measured>& runs) {
     s.regrabs_waiting += r.m.regrabs_waiting;
     s.inversions += r.m.fence_inversions;
     s.max_holders = std::max(s.max_holders, r.m.max_holders);
-    const double g = static_cast<double>(r.m.grants);
+    const auto g = static_cast<double>(r.m.grants);
     ws.push_back(static_cast<double>(r.tot.wakes_signal) / g);
     wk.push_back(static_cast<double>(r.tot.wakes_keyspace) / g);
     wt.push_back(static_cast<double>(r.tot.wakes_timer) / g);
@@ -640,7 +645,7 @@ Layout layout(int W) {
 // ------------------------------------------------------------ A: uncontended
 
 void scenario_A(Env& e) {
-  e.say("\n== A. Uncontended: one client, acquire+release pairs, sequential\n");
+  say("\n== A. Uncontended: one client, acquire+release pairs, sequential\n");
   flushall(e);
   const int blocks = e.smoke ? 3 : 15;
   const int n = e.smoke ? 50 : 200;
@@ -752,7 +757,7 @@ void scenario_A(Env& e) {
     auto& s = sys[i];
     double ratio = median(s.ratios);
     double p50 = median(s.all_us), p99 = quantile(s.all_us, 0.99);
-    double ops = static_cast<double>(s.ops);
+    auto ops = static_cast<double>(s.ops);
     double rt_per = (i == 1 || i == 2) ? static_cast<double>(s.top) / ops : static_cast<double>(s.client_rt) / ops;
     Json j = Json::object();
     j["label"] = s.label;
@@ -784,14 +789,14 @@ void scenario_A(Env& e) {
                            "against 4",
                            median(sys[2].ratios), median(sys[3].ratios),
                            static_cast<double>(sys[1].cmds) / static_cast<double>(sys[1].ops)));
-  e.say(fmt("  fairlock %.2f x RTT, scripts only %.2f, unfair %.2f, zset %.2f (RTT %.0f us)\n", fr,
-            median(sys[2].ratios), median(sys[3].ratios), median(sys[4].ratios), rtt));
+  say(fmt("  fairlock %.2f x RTT, scripts only %.2f, unfair %.2f, zset %.2f (RTT %.0f us)\n", fr, median(sys[2].ratios),
+          median(sys[3].ratios), median(sys[4].ratios), rtt));
 }
 
 // ------------------------------------------------------------ B: contended handoff
 
 void scenario_B(Env& e) {
-  e.say("\n== B. Contended handoff on one lock\n");
+  say("\n== B. Contended handoff on one lock\n");
   std::vector<int> Ws = e.smoke ? std::vector<int>{4, 16} : std::vector<int>{4, 16, 64, 256};
   if (!e.ws.empty()) Ws = e.ws;
   const int rounds = e.smoke ? 1 : 3;
@@ -997,7 +1002,7 @@ void scenario_B(Env& e) {
 // ------------------------------------------------------------ C: semaphore
 
 void scenario_C(Env& e) {
-  e.say("\n== C. Semaphore of 4\n");
+  say("\n== C. Semaphore of 4\n");
   const std::vector<int> Ws = e.smoke ? std::vector<int>{16} : std::vector<int>{16, 64};
   const int rounds = e.smoke ? 1 : 3;
   const int dur = e.smoke ? 600 : 3000;
@@ -1076,7 +1081,7 @@ CmdStat evalsha_stat(Redis& r) {
 }
 
 void scenario_D(Env& e) {
-  e.say("\n== D. Scale of one queue\n");
+  say("\n== D. Scale of one queue\n");
   flushall(e);
   const std::vector<long long> sizes =
       e.smoke ? std::vector<long long>{10, 1000} : std::vector<long long>{10, 1000, 10000, 100000};
@@ -1187,8 +1192,8 @@ void scenario_D(Env& e) {
     e.md += fmt("| %lld | %.1f (%.0f) | %.1f (%.0f) | %.0f | %.0f |\n", q.n, mean(q.acq), median(q.acq), mean(q.rel),
                 median(q.rel), q.per_waiter, q.per_waiter_info);
     dat += fmt("%lld %.3f %.3f %.1f\n", q.n, mean(q.acq), mean(q.rel), q.per_waiter);
-    e.say(fmt("  %6lld waiters: acquire %.1f us/call, release %.1f us/call, %.0f bytes/waiter\n", q.n, mean(q.acq),
-              mean(q.rel), q.per_waiter));
+    say(fmt("  %6lld waiters: acquire %.1f us/call, release %.1f us/call, %.0f bytes/waiter\n", q.n, mean(q.acq),
+            mean(q.rel), q.per_waiter));
     for (const std::string& key : {q.k->q, q.k->w, q.k->h, q.k->g, q.k->seq}) c.cmd({"UNLINK", key});
   }
   e.dat["d.dat"] = dat;
@@ -1207,7 +1212,7 @@ void scenario_D(Env& e) {
 // ------------------------------------------------------------ E: many names
 
 void scenario_E(Env& e) {
-  e.say("\n== E. Many names\n");
+  say("\n== E. Many names\n");
   flushall(e);
   const int names = e.smoke ? 1000 : 10000;
   const int threads = 8;
@@ -1279,7 +1284,7 @@ void scenario_E(Env& e) {
     fair_rate.push_back(rate[0]);
     unfair_rate.push_back(rate[1]);
     ratio.push_back(rate[0] / rate[1]);
-    e.say(fmt("  round %d: fairlock %.0f grants/s, unfair %.0f grants/s\n", r, rate[0], rate[1]));
+    say(fmt("  round %d: fairlock %.0f grants/s, unfair %.0f grants/s\n", r, rate[0], rate[1]));
   }
   if (errors.load() > 0) e.fail(fmt("E: %lld errors", errors.load()));
   Json j = Json::object();
@@ -1304,7 +1309,7 @@ void scenario_E(Env& e) {
 // ------------------------------------------------------------ F: heartbeat cost
 
 void scenario_F(Env& e) {
-  e.say("\n== F. Heartbeat cost\n");
+  say("\n== F. Heartbeat cost\n");
   const std::vector<int> sizes = e.smoke ? std::vector<int>{1, 10} : std::vector<int>{1, 100, 1000};
   const int liveness_ms = e.smoke ? 300 : 1500;  // heartbeat period = liveness / 3
   const int intervals = e.smoke ? 4 : 8;
@@ -1329,7 +1334,7 @@ void scenario_F(Env& e) {
       std::vector<std::vector<std::string>> holds;
       for (int i = 0; i < nnames; ++i) {
         RawKeys k("fairlock", fmt("bench:F:%d", i));
-        holds.push_back(raw_acquire_argv(k, fake_member('n', 0xf00dULL, static_cast<std::uint64_t>(i + 1)), 1, 600000,
+        holds.push_back(raw_acquire_argv(k, fake_member('n', 0xf00dULL, static_cast<std::uint64_t>(i) + 1), 1, 600000,
                                          600000, 'q'));
       }
       for (auto& r : c.pipeline(holds)) {
@@ -1371,8 +1376,8 @@ void scenario_F(Env& e) {
       ServerSnap s1 = snapshot(*e.admin);
       fairlock::Stats st1 = client->stats();
       ServerDelta d = delta(s0, s1);
-      const double iv = static_cast<double>(st1.heartbeats - st0.heartbeats);
-      const double timer = static_cast<double>(st1.wakes_timer - st0.wakes_timer);
+      const auto iv = static_cast<double>(st1.heartbeats - st0.heartbeats);
+      const auto timer = static_cast<double>(st1.wakes_timer - st0.wakes_timer);
       // Leave: cancel every wait (bounded).
       const std::int64_t give_up = now_ns() + 30000 * kMs;
       while (finished.load() < N && now_ns() < give_up) {
@@ -1419,7 +1424,7 @@ void scenario_F(Env& e) {
           fmt("| %d | %d | %.2f | %.0f | %.0f | %.2f | %.0f |\n", N, nnames, rt_iv,
               iv > 0 ? static_cast<double>(d.evalsha) / iv : NAN, iv > 0 ? static_cast<double>(d.commands) / iv : NAN,
               iv > 0 ? timer / iv : NAN, iv > 0 ? static_cast<double>(d.evalsha_usec) / iv : NAN);
-      e.say(
+      say(
           fmt("  %4d waiters on %4d names: %.0f intervals, %.1f round trips/interval, %.0f cmds/interval, %.1f "
               "timer re-checks/interval\n",
               N, nnames, iv, rt_iv, iv > 0 ? static_cast<double>(d.commands) / iv : NAN, iv > 0 ? timer / iv : NAN));
@@ -1435,7 +1440,7 @@ void scenario_F(Env& e) {
 
 void scenario_G(Env& e) {
   const int W = e.smoke ? 4 : 16;
-  e.say(fmt("\n== G. Wake transports at W=%d\n", W));
+  say(fmt("\n== G. Wake transports at W=%d\n", W));
   flushall(e);
   const int rounds = e.smoke ? 1 : 3;
   const int dur = e.smoke ? 600 : 3000;
@@ -1600,7 +1605,7 @@ int driver_main(int argc, char** argv) {
     e.out["date"] = buf;
   }
   e.out["machine"] = machine(e);
-  e.say(fmt("fairlock benchmark (%s) against redis on %s:%d\n", e.smoke ? "smoke" : "full", e.host.c_str(), e.port));
+  say(fmt("fairlock benchmark (%s) against redis on %s:%d\n", e.smoke ? "smoke" : "full", e.host.c_str(), e.port));
 
   struct Step {
     char id;

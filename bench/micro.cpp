@@ -27,7 +27,7 @@ std::string url() { return "redis://127.0.0.1:" + std::to_string(port()); }
 // PING on one connection: the unit of the driver's ratios.
 void BM_PingRTT(benchmark::State& state) {
   fbench::Redis c("127.0.0.1", port());
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     fbench::Reply r = c.cmd({"PING"});
     benchmark::DoNotOptimize(r.get());
   }
@@ -40,7 +40,7 @@ void BM_FairLock_LockUnlock(benchmark::State& state) {
   o.url = url();
   fairlock::Client client(o);
   fairlock::FairLock lock(client, "micro:fair");
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     lock.lock();
     lock.unlock();
   }
@@ -54,7 +54,7 @@ void BM_RawScripts_AcquireRelease(benchmark::State& state) {
   fbench::load_fairlock_scripts(c);
   fbench::RawKeys k("fairlock", "micro:raw");
   std::uint64_t n = 0;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     std::string m = fbench::fake_member('n', 0xbe11ULL, ++n);
     fbench::Reply a = c.cmd(fbench::raw_acquire_argv(k, m, 1, 10000, 5000, 'q'));
     fbench::Reply r = c.cmd(fbench::raw_release_argv(k, m, 1));
@@ -68,7 +68,7 @@ void BM_Unfair_LockUnlock(benchmark::State& state) {
   fbench::Redis c("127.0.0.1", port());
   const std::string sha = fbench::load_unlock_script(c);
   fbench::RtCounter rt;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     const std::int64_t give_up = fbench::now_ns() + 10000000000LL;  // uncontended: never reached
     if (!fbench::unfair_lock(
             c, "micro:unfair", "tok", [&] { return fbench::now_ns() > give_up; }, rt)) {
@@ -85,12 +85,12 @@ void BM_NewMember(benchmark::State& state) {
   fairlock::Options o;
   o.url = url();
   fairlock::Client client(o);
-  for (auto _ : state) benchmark::DoNotOptimize(client.impl()->new_member());
+  for ([[maybe_unused]] auto _ : state) benchmark::DoNotOptimize(client.impl()->new_member());
 }
 BENCHMARK(BM_NewMember);
 
 void BM_Keys(benchmark::State& state) {
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     fairlock::detail::Keys k("fairlock", "orders:42");
     benchmark::DoNotOptimize(k.seq.data());
   }
@@ -106,7 +106,7 @@ void BM_FormatAcquireCommand(benchmark::State& state) {
     p.push_back(a.data());
     l.push_back(a.size());
   }
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     char* out = nullptr;
     int n = redisFormatCommandArgv(&out, static_cast<int>(p.size()), p.data(), l.data());
     benchmark::DoNotOptimize(n);

@@ -81,7 +81,7 @@ bool read_line(std::string& line, int timeout_ms) {
     pollfd p{0, POLLIN, 0};
     int n = ::poll(&p, 1, static_cast<int>(left));
     if (n <= 0) continue;
-    char c;
+    char c = 0;
     ssize_t got = ::read(0, &c, 1);
     if (got <= 0) return false;
     if (c == '\n') return true;

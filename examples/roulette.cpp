@@ -16,8 +16,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,8 +41,13 @@ struct Redis {  // a plain connection to the protected store
   explicit Redis(const std::string& url) {
     auto colon = url.rfind(':');
     c = redisConnect(url.substr(8, colon - 8).c_str(), std::atoi(url.c_str() + colon + 1));
-    if (!c || c->err) throw std::runtime_error("cannot connect to " + url);
+    if (!c || c->err) {
+      if (c) redisFree(c);
+      throw std::runtime_error("cannot connect to " + url);
+    }
   }
+  Redis(const Redis&) = delete;
+  Redis& operator=(const Redis&) = delete;
   ~Redis() { redisFree(c); }
   long long integer(const char* fmt, ...) {
     va_list ap;
@@ -154,7 +161,12 @@ int main() {
   std::printf("%-44s %7s %6s %6s %7s %5s %7s  %s\n", "scenario", "players", "spins", "prizes", "winners", "left",
               "refused", "ok");
   bool all = true;
-  for (int i = 0; i < 4; ++i) all = play(url, table[i], i) && all;
+  try {
+    for (int i = 0; i < 4; ++i) all = play(url, table[i], i) && all;
+  } catch (const std::exception& e) {  // the store is unreachable or failed a command
+    std::fprintf(stderr, "roulette: %s\n", e.what());
+    return 1;
+  }
   std::printf("%s\n", all ? "every guarantee held: winners = min(players, prizes), nobody won twice, "
                             "no prize count below zero, no fenced write refused"
                           : "A GUARANTEE FAILED");

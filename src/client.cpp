@@ -529,7 +529,7 @@ void ClientImpl::subscribe_session(Connection& c) {
       throw ConnectionError("fairlock: poll failed");
     }
     if (fds[1].revents & POLLIN) {
-      std::uint64_t v;
+      std::uint64_t v = 0;
       ssize_t got = ::read(event_fd_, &v, sizeof v);
       (void)got;
       if (stopping_.load()) return;

@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "client_impl.h"
 #include "fairlock/errors.h"
@@ -142,6 +143,9 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
     ClientImpl* c;
     const std::string* name;
     bool on;
+    Unwatch(ClientImpl* client, const std::string* n, bool watching) : c(client), name(n), on(watching) {}
+    Unwatch(const Unwatch&) = delete;
+    Unwatch& operator=(const Unwatch&) = delete;
     ~Unwatch() {
       if (on) c->unwatch(*name);
     }
@@ -172,8 +176,9 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
 
     for (;;) {
       std::unique_lock<std::mutex> lk(mu_);
-      if (fresh) {
-        fresh = false;
+      // std::exchange, not `fresh = false;`: clang-analyzer does not follow the
+      // retry through the catch below, which reads it false (deadcode.DeadStores).
+      if (std::exchange(fresh, false)) {
         if (r.status == 1) {
           lease_confirmed_ = true;
           settled = true;
@@ -338,7 +343,7 @@ void Participant::cancel() noexcept {
 
 void Participant::abandon() noexcept {
   std::string member;
-  State was;
+  State was = State::idle;  // set under the lock below
   {
     std::lock_guard<std::mutex> lk(mu_);
     was = state_;

@@ -158,7 +158,7 @@ std::string human(std::chrono::milliseconds d) {
   if (ms < 1000) {
     std::snprintf(buf, sizeof buf, "%lldms", ms);
   } else if (ms < 120000) {
-    std::snprintf(buf, sizeof buf, "%.1fs", ms / 1000.0);
+    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000.0);
   } else {
     std::snprintf(buf, sizeof buf, "%lldm%02llds", ms / 60000, (ms / 1000) % 60);
   }
@@ -181,7 +181,7 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--") {
-      for (++i; i < argc; ++i) a.exec.push_back(argv[i]);
+      for (++i; i < argc; ++i) a.exec.emplace_back(argv[i]);
       break;
     }
     if (s == "--help" || s == "-h") {
@@ -215,7 +215,7 @@ Args parse(int argc, char** argv) {
     } else if (a.command.empty()) {
       a.command = s;
     } else if (a.command == "run" && a.positional.size() == 1) {
-      for (; i < argc; ++i) a.exec.push_back(argv[i]);  // `run NAME CMD ...` without "--"
+      for (; i < argc; ++i) a.exec.emplace_back(argv[i]);  // `run NAME CMD ...` without "--"
       break;
     } else {
       a.positional.push_back(s);
