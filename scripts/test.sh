@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it:
 #   bash scripts/test.sh          build (warnings as errors) + every test, then the
-#                                 sanitizer, packaging, style and benchmark-smoke stages
+#                                 style, sanitizer, packaging and benchmark-smoke stages
 #   bash scripts/test.sh --quick  build + the main test suite only
 # Installs missing Debian packages when run as root. Every test starts its own
 # redis-server on a free loopback port.
@@ -25,9 +25,7 @@ main_suite() {
 
 stage "build and test" main_suite
 if [ "$quick" = 1 ]; then exit 0; fi
-# check_style.sh (clang-format, clang-tidy) is not a CI stage yet: the tree
-# does not pass it (see the open packaging issue).
-for extra in sanitize check_packaging; do
+for extra in check_style sanitize check_packaging; do
   if [ -f "$ROOT/scripts/$extra.sh" ]; then stage "$extra" bash "$ROOT/scripts/$extra.sh"; fi
 done
 if [ -f "$ROOT/bench/run.sh" ]; then stage "benchmark smoke" bash "$ROOT/bench/run.sh" --smoke; fi

@@ -38,6 +38,8 @@ class Child {
     ::close(fds[1]);
     out_ = LineReader(fds[0]);
   }
+  Child(const Child&) = delete;  // owns a pid and a pipe
+  Child& operator=(const Child&) = delete;
   ~Child() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 namespace fairlock::test {
@@ -67,9 +69,8 @@ RedisServer::~RedisServer() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
-  std::string rm = "rm -rf '" + dir_ + "'";
-  int rc = std::system(rm.c_str());
-  (void)rc;
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);  // best effort
 }
 
 void RedisServer::start() {

@@ -66,8 +66,8 @@ TEST(Cli, RunSerialisesCommandsInArrivalOrder) {
   for (auto& k : kids) EXPECT_EQ(k->wait(), 0);
   std::ifstream in(log);
   std::string word;
-  int idx;
-  unsigned long long fence, last = gate.fence();
+  int idx = 0;
+  unsigned long long fence = 0, last = gate.fence();
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(static_cast<bool>(in >> word >> idx >> fence));
     EXPECT_EQ(word, "start");
@@ -123,10 +123,10 @@ TEST(Cli, LosingTheGrantIsReportedWithItsOwnStatus) {
   for (bool kill_on_loss : {false, true}) {
     std::string name = unique_name("cli-lost");
     std::vector<std::string> args{"run"};
-    if (kill_on_loss) args.push_back("--kill-on-loss");
-    for (std::string a : {name, std::string("--"), std::string("sh"), std::string("-c"),
-                          std::string("echo ready; i=0; while [ $i -lt 60 ]; do sleep 0.05; i=$((i+1)); done; "
-                                      "echo finished")}) {
+    if (kill_on_loss) args.emplace_back("--kill-on-loss");
+    for (const std::string& a : {name, std::string("--"), std::string("sh"), std::string("-c"),
+                                 std::string("echo ready; i=0; while [ $i -lt 60 ]; do sleep 0.05; i=$((i+1)); done; "
+                                             "echo finished")}) {
       args.push_back(a);
     }
     Child running(FAIRLOCK_CLI_PATH, cli(args), true);

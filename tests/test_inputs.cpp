@@ -18,7 +18,7 @@ struct BadInput {
 
 TEST(Inputs, BadArgumentsThrowInvalidArgumentNamingTheArgument) {
   Client client(opts_for(server()));
-  auto with = [](std::function<void(Options&)> f) {
+  auto with = [](const std::function<void(Options&)>& f) {
     Options o = opts_for(server());
     f(o);
     return o;

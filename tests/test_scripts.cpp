@@ -52,10 +52,10 @@ class Scripts : public ::testing::Test {
     return ints(*call(Script::release, {m, std::to_string(permits)}))[0];
   }
   std::vector<long long> cancel(const std::string& m) { return ints(*call(Script::cancel, {m, "1"})); }
-  std::string error_of(ReplyPtr r) {
+  static std::string error_of(ReplyPtr r) {
     return r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string("(no error)");
   }
-  std::string redis(std::vector<std::string> argv) { return server().cmd(argv); }
+  static std::string redis(const std::vector<std::string>& argv) { return server().cmd(argv); }
   std::vector<std::string> name_keys() {
     std::string all = redis({"KEYS", "fairlock:{" + name + "}:*"});
     std::vector<std::string> out;
@@ -291,7 +291,7 @@ TEST_F(Scripts, PruningIsBoundedPerCall) {
   for (int i = 0; i < 3000; ++i) {
     q.push_back(std::to_string(1000 + i));
     q.push_back(member(1000 + i));
-    w.push_back("1");
+    w.emplace_back("1");
     w.push_back(member(1000 + i));
   }
   redis(q);
@@ -313,7 +313,7 @@ TEST_F(Scripts, NoBargingPastManyStaleWaiters) {
   for (int i = 0; i < 500; ++i) {
     q.push_back(std::to_string(100000 + i));
     q.push_back(member(5000 + i));
-    w.push_back("1");
+    w.emplace_back("1");
     w.push_back(member(5000 + i));
   }
   redis(q);
@@ -346,7 +346,7 @@ TEST_F(Scripts, ExpiredEntriesBeyondThePruneBoundAreNotRevived) {
   for (int i = 0; i < 150; ++i) {
     q.push_back(std::to_string(100 + i));
     q.push_back(member(100 + i));
-    w.push_back("1");
+    w.emplace_back("1");
     w.push_back(member(100 + i));
   }
   redis(q);

@@ -169,7 +169,7 @@ CheckResult check(History& h, const CheckConfig& cfg) {
     // else be granted) must have been reported lost. An unlock that failed
     // in transit cannot know, and a killed process cannot say.
     if (g.valid_end >= 0 && !g.ambiguous) {
-      for (size_t i = static_cast<size_t>(g.epoch); i < losses.size(); ++i) {
+      for (auto i = static_cast<size_t>(g.epoch); i < losses.size(); ++i) {
         if (losses[i].to_us < g.valid_end) {
           bool reported =
               g.unlock_result == "lost" || g.lost_cb >= 0 || (g.end >= 0 && !g.owned_end) || cfg.killed.count(g.wid);

@@ -97,7 +97,8 @@ inline long long zcard(test::RedisServer& s, const std::string& name, const char
 // that was already on its way when the process died.
 inline void expect_bounded_entries(test::RedisServer& s, const std::vector<std::string>& names, const std::string& cid,
                                    Micros killed_at, long lease_ms, long liveness_ms, long slack_ms = 1000) {
-  const double kill_ms = static_cast<double>(killed_at / 1000);
+  const auto killed_ms = killed_at / 1000;  // whole ms, floored on purpose
+  const auto kill_ms = static_cast<double>(killed_ms);
   for (const auto& e : entries_of(s, names, cid)) {
     if (e.suffix == "q") continue;  // a ticket, not a deadline
     const long bound = e.suffix == "w" ? liveness_ms : std::max(lease_ms, liveness_ms);
@@ -195,7 +196,7 @@ class Scenario {
   // A stdin-driven worker, ready (its client id known).
   Proc& spawn_cmd(const std::string& wid, const std::vector<std::string>& extra, std::string* cid = nullptr) {
     std::vector<std::string> a = extra;
-    a.push_back("mode=cmd");
+    a.emplace_back("mode=cmd");
     Proc& p = spawn(wid, a);
     auto ready = p.expect("ready ", 30s);
     EXPECT_TRUE(ready.has_value()) << wid << " did not start";

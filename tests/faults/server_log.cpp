@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "fairlock_lua.h"
@@ -36,8 +37,8 @@ int hexval(char c) {
 }
 
 double score(const std::string& s) {
-  if (s == "inf" || s == "+inf") return INFINITY;
-  if (s == "-inf") return -INFINITY;
+  if (s == "inf" || s == "+inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
   return std::strtod(s.c_str(), nullptr);
 }
 
@@ -558,7 +559,8 @@ void ServerLog::finish_script() {
     if ((kind_ == "cancel" || kind_ == "evict") && own_.count(m)) continue;  // the owner leaves / the operator evicts
     auto w = removed_w_.find(m);
     if (w == removed_w_.end()) continue;  // no known deadline (w already gone)
-    if (w->second > static_cast<double>(r.ts / 1000)) {
+    const auto ts_ms = r.ts / 1000;       // whole ms, floored on purpose
+    if (w->second > static_cast<double>(ts_ms)) {
       violation(r.name + ": live waiter " + m + " (ticket " + fmt(r.ticket) + ", deadline " + fmt(w->second) +
                 ") removed from the queue without a grant by " + kind_ + " at " + std::to_string(r.ts / 1000));
     }
@@ -566,7 +568,8 @@ void ServerLog::finish_script() {
   for (auto& r : h_removed_) {
     if (tainted_.count(r.name)) continue;
     if ((kind_ == "release" || kind_ == "evict") && own_.count(r.member)) continue;
-    if (r.deadline > static_cast<double>(r.ts / 1000)) {
+    const auto ts_ms = r.ts / 1000;  // whole ms, floored on purpose
+    if (r.deadline > static_cast<double>(ts_ms)) {
       violation(r.name + ": live holder " + r.member + " (deadline " + fmt(r.deadline) + ") removed by " + kind_ +
                 " at " + std::to_string(r.ts / 1000));
     }

@@ -74,6 +74,9 @@ std::size_t g_inputs = 0;
 
 // Prints how many inputs the current test tried (the figures of the report).
 struct Count {
+  Count() = default;
+  Count(const Count&) = delete;
+  Count& operator=(const Count&) = delete;
   std::size_t start = g_inputs;
   ~Count() {
     std::cout << "[figures] " << ::testing::UnitTest::GetInstance()->current_test_info()->name() << ": "
@@ -465,7 +468,8 @@ TEST(BadInput, UnlockWithoutLockDoubleUnlockAndOtherMisuse) {
   FairLock moved(client, name);
   FairLock target(std::move(moved));
   expect(
-      "lock of a moved-from object", [&] { moved.lock(); }, Expect::logic_error);
+      "lock of a moved-from object", [&] { moved.lock(); },  // NOLINT(bugprone-use-after-move): tests it
+      Expect::logic_error);
   expect(
       "try_lock of a moved-from object", [&] { moved.try_lock(); }, Expect::logic_error);
   expect(
@@ -706,7 +710,7 @@ TEST(ScriptArgv, WrongNumberOfKeysGetsFlbadarg) {
     std::string sha = s.cmd({"SCRIPT", "LOAD", std::string(src)});
     for (int nkeys : {0, 4, 6}) {
       std::vector<std::string> argv = {"EVALSHA", sha, std::to_string(nkeys)};
-      for (int i = 0; i < nkeys; ++i) argv.push_back(qkey(name, std::to_string(i).c_str()));
+      for (int i = 0; i < nkeys; ++i) argv.push_back(qkey(name, std::to_string(i)));
       for (const auto& a : {m, std::string("1"), std::string("1000"), std::string("1000"), std::string("q")}) {
         argv.push_back(a);
       }

@@ -3,6 +3,7 @@
 #include <fairlock/fairlock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "fairlock_lua.h"
@@ -27,18 +28,17 @@ GrantRec grant(const std::string& gid, std::uint64_t fence, Micros start, Micros
   return g;
 }
 
-CheckResult run(std::vector<GrantRec> gs, CheckConfig cfg = CheckConfig()) {
+CheckResult run(std::vector<GrantRec> gs, const CheckConfig& cfg = CheckConfig()) {
   History h;
   h.grants = std::move(gs);
   return check(h, cfg);
 }
 
-bool mentions(const CheckResult& r, const std::string& what) {
-  for (const auto& v : r.violations) {
-    if (v.find(what) != std::string::npos) return true;
-  }
-  return false;
+bool any(const std::vector<std::string>& vs, const std::string& what) {
+  return std::any_of(vs.begin(), vs.end(), [&](const std::string& v) { return v.find(what) != std::string::npos; });
 }
+
+bool mentions(const CheckResult& r, const std::string& what) { return any(r.violations, what); }
 
 TEST(Checker, CleanHistoryPasses) {
   auto r = run({grant("1", 1, 100, 200), grant("2", 2, 200, 300), grant("3", 5, 350, 400)});
@@ -128,11 +128,12 @@ TEST(Checker, FlagsLateTimedCallsAndUnexpectedOutcomes) {
 
 // ------------------------------------------------------------ ServerLog replay
 
+std::string key(const std::string& suffix) { return "fairlock:{n}:" + suffix; }
+
 struct Feed {
   ServerLog log{0};
   std::int64_t t = 1700000000000000;
-  std::string k(const std::string& suffix) { return "fairlock:{n}:" + suffix; }
-  void line(bool lua, std::vector<std::string> argv, std::int64_t at = -1) {
+  void line(bool lua, const std::vector<std::string>& argv, std::int64_t at = -1) {
     if (at >= 0) t = at;
     t += 10;
     std::string s = std::to_string(t / 1000000) + "." + std::to_string(t % 1000000 + 1000000).substr(1) +
@@ -148,7 +149,7 @@ struct Feed {
     log.feed(s);
   }
   void script(std::string_view sha, std::vector<std::string> args) {
-    std::vector<std::string> v = {"evalsha", std::string(sha), "5", k("q"), k("w"), k("h"), k("g"), k("seq")};
+    std::vector<std::string> v = {"evalsha", std::string(sha), "5", key("q"), key("w"), key("h"), key("g"), key("seq")};
     v.insert(v.end(), args.begin(), args.end());
     line(false, v);
   }
@@ -159,26 +160,19 @@ struct Feed {
   }
 };
 
-bool any(const std::vector<std::string>& vs, const std::string& what) {
-  for (auto& v : vs) {
-    if (v.find(what) != std::string::npos) return true;
-  }
-  return false;
-}
-
 using namespace fairlock::detail::lua;
 
 // Two waiters queued behind a holder, written as the scripts would.
 void setup(Feed& f) {
   f.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
-  f.line(true, {"HSET", f.k("g"), "permits", "1"});
-  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 1000), "pa:1"});
-  f.line(true, {"HSET", f.k("g"), "pa:1", "1"});
+  f.line(true, {"HSET", key("g"), "permits", "1"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 1000), "pa:1"});
+  f.line(true, {"HSET", key("g"), "pa:1", "1"});
   for (const char* m : {"pb:2", "pc:3"}) {
     std::string ticket = m[1] == 'b' ? "2" : "3";
     f.script(acquire_sha, {m, "1", "1000", "1000", "q"});
-    f.line(true, {"ZADD", f.k("q"), ticket, m});
-    f.line(true, {"ZADD", f.k("w"), std::to_string(f.ms() + 1000), m});
+    f.line(true, {"ZADD", key("q"), ticket, m});
+    f.line(true, {"ZADD", key("w"), std::to_string(f.ms() + 1000), m});
   }
 }
 
@@ -198,12 +192,12 @@ TEST(ServerLogReplay, InOrderHandoffPasses) {
   Feed f;
   setup(f);
   f.script(release_sha, {"pa:1", "1"});
-  f.line(true, {"ZREM", f.k("h"), "pa:1"});
-  f.line(true, {"HDEL", f.k("g"), "pa:1"});
-  f.line(true, {"ZREM", f.k("q"), "pb:2"});
-  f.line(true, {"ZREM", f.k("w"), "pb:2"});
-  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 500), "pb:2"});
-  f.line(true, {"HSET", f.k("g"), "pb:2", "2:" + std::to_string(f.ms())});
+  f.line(true, {"ZREM", key("h"), "pa:1"});
+  f.line(true, {"HDEL", key("g"), "pa:1"});
+  f.line(true, {"ZREM", key("q"), "pb:2"});
+  f.line(true, {"ZREM", key("w"), "pb:2"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), "pb:2"});
+  f.line(true, {"HSET", key("g"), "pb:2", "2:" + std::to_string(f.ms())});
   EXPECT_TRUE(f.done().empty()) << f.done().front();
   EXPECT_EQ(f.log.grants().size(), 2u);
 }
@@ -212,12 +206,12 @@ TEST(ServerLogReplay, FlagsAGrantThatSkipsALiveWaiter) {
   Feed f;
   setup(f);
   f.script(release_sha, {"pa:1", "1"});
-  f.line(true, {"ZREM", f.k("h"), "pa:1"});
-  f.line(true, {"HDEL", f.k("g"), "pa:1"});
-  f.line(true, {"ZREM", f.k("q"), "pc:3"});
-  f.line(true, {"ZREM", f.k("w"), "pc:3"});
-  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 500), "pc:3"});
-  f.line(true, {"HSET", f.k("g"), "pc:3", "3"});
+  f.line(true, {"ZREM", key("h"), "pa:1"});
+  f.line(true, {"HDEL", key("g"), "pa:1"});
+  f.line(true, {"ZREM", key("q"), "pc:3"});
+  f.line(true, {"ZREM", key("w"), "pc:3"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), "pc:3"});
+  f.line(true, {"HSET", key("g"), "pc:3", "3"});
   EXPECT_TRUE(any(f.done(), "while pb:2 with the smaller ticket 2 still waits"));
 }
 
@@ -225,9 +219,9 @@ TEST(ServerLogReplay, FlagsARemovedLiveWaiterAndAnEarlyEvictedHolder) {
   Feed f;
   setup(f);
   f.script(heartbeat_sha, {"1", "1000", "pc:3", "1000"});
-  f.line(true, {"ZREM", f.k("w"), "pb:2"});  // pb:2's deadline is still ahead
-  f.line(true, {"ZREM", f.k("q"), "pb:2"});
-  f.line(true, {"ZREM", f.k("h"), "pa:1"});  // so is pa:1's
+  f.line(true, {"ZREM", key("w"), "pb:2"});  // pb:2's deadline is still ahead
+  f.line(true, {"ZREM", key("q"), "pb:2"});
+  f.line(true, {"ZREM", key("h"), "pa:1"});  // so is pa:1's
   auto v = f.done();
   EXPECT_TRUE(any(v, "live waiter pb:2"));
   EXPECT_TRUE(any(v, "live holder pa:1"));
@@ -237,14 +231,14 @@ TEST(ServerLogReplay, ExpiredEntriesMayBeRemovedAndOwnersMayLeave) {
   Feed f;
   setup(f);
   f.script(cancel_sha, {"pb:2", "1"});  // the owner cancels: fine
-  f.line(true, {"ZREM", f.k("q"), "pb:2"});
-  f.line(true, {"ZREM", f.k("w"), "pb:2"});
+  f.line(true, {"ZREM", key("q"), "pb:2"});
+  f.line(true, {"ZREM", key("w"), "pb:2"});
   f.line(false, {"ping"}, f.t + 5000000);  // 5 s later everything has expired
   f.script(heartbeat_sha, {"1", "1000", "pz:9", "1000"});
-  f.line(true, {"ZREM", f.k("h"), "pa:1"});
-  f.line(true, {"ZREM", f.k("w"), "pc:3"});
-  f.line(true, {"ZREM", f.k("q"), "pc:3"});
-  f.line(true, {"DEL", f.k("g"), f.k("w")});
+  f.line(true, {"ZREM", key("h"), "pa:1"});
+  f.line(true, {"ZREM", key("w"), "pc:3"});
+  f.line(true, {"ZREM", key("q"), "pc:3"});
+  f.line(true, {"DEL", key("g"), key("w")});
   EXPECT_TRUE(f.done().empty()) << f.done().front();
 }
 
@@ -252,13 +246,13 @@ TEST(ServerLogReplay, FlagsFencesThatDoNotIncreaseAndOvergrants) {
   Feed f;
   setup(f);
   f.script(release_sha, {"pa:1", "1"});
-  f.line(true, {"ZREM", f.k("h"), "pa:1"});
-  f.line(true, {"ZREM", f.k("q"), "pb:2"});
-  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 500), "pb:2"});
-  f.line(true, {"HSET", f.k("g"), "pb:2", "1"});  // not above the last fence (1)
-  f.line(true, {"ZREM", f.k("q"), "pc:3"});
-  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 500), "pc:3"});  // a second holder of a lock
-  f.line(true, {"HSET", f.k("g"), "pc:3", "-4"});
+  f.line(true, {"ZREM", key("h"), "pa:1"});
+  f.line(true, {"ZREM", key("q"), "pb:2"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), "pb:2"});
+  f.line(true, {"HSET", key("g"), "pb:2", "1"});  // not above the last fence (1)
+  f.line(true, {"ZREM", key("q"), "pc:3"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), "pc:3"});  // a second holder of a lock
+  f.line(true, {"HSET", key("g"), "pc:3", "-4"});
   auto v = f.done();
   EXPECT_TRUE(any(v, "fence 1 granted after fence 1"));
   EXPECT_TRUE(any(v, "2 holders for 1 permit(s)"));
@@ -270,9 +264,9 @@ TEST(ServerLogReplay, FlushallStartsANewEpoch) {
   setup(f);
   f.line(false, {"flushall"});
   f.script(acquire_sha, {"pd:4", "1", "1000", "1000", "q"});
-  f.line(true, {"HSET", f.k("g"), "permits", "1"});
-  f.line(true, {"ZADD", f.k("h"), std::to_string(f.ms() + 1000), "pd:4"});
-  f.line(true, {"HSET", f.k("g"), "pd:4", "1"});  // fences restart: not a violation
+  f.line(true, {"HSET", key("g"), "permits", "1"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 1000), "pd:4"});
+  f.line(true, {"HSET", key("g"), "pd:4", "1"});  // fences restart: not a violation
   EXPECT_TRUE(f.done().empty()) << f.done().front();
   ASSERT_EQ(f.log.losses().size(), 1u);
   EXPECT_EQ(f.log.grants().back().epoch, 1);

@@ -606,7 +606,7 @@ TEST(Faults, ConnectionsKilledUnderLoad) {
                                        "seed=" + std::to_string(i + 21), "hold=0-30", "lease=1500", "liveness=1000",
                                        std::string("notify=") + (i == 2 ? "keyspace" : "publish")});
   }
-  std::mt19937 rng(7);
+  std::mt19937 rng(7);  // NOLINT(cert-msc51-cpp): a reproducible kill schedule
   int command_kills = 0, subscriber_kills = 0;
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds - 1);
   for (int round = 0; std::chrono::steady_clock::now() < end && round < 1000; ++round) {

@@ -342,7 +342,7 @@ TEST(Security, TokensAreUnguessable) {
       std::bitset<128> b;
       for (int d = 0; d < 32; ++d) {
         int v = std::stoi(hex.substr(static_cast<size_t>(d), 1), nullptr, 16);
-        for (int k = 0; k < 4; ++k) b[static_cast<size_t>(d * 4 + k)] = (v >> k) & 1;
+        for (int k = 0; k < 4; ++k) b[static_cast<size_t>(d) * 4 + static_cast<size_t>(k)] = (v >> k) & 1;
       }
       bits.push_back(b);
       lock.unlock();
@@ -351,7 +351,7 @@ TEST(Security, TokensAreUnguessable) {
   // Every bit position is set in about half of the tokens (a binomial with
   // n = 2000: mean 1000, sd 22; the bound is 9 sd), and consecutive tokens
   // differ in about half of their bits (the bound is 8 sd of 64 +- 5.7).
-  const double n = static_cast<double>(bits.size());
+  const auto n = static_cast<double>(bits.size());
   int worst_bias = 0;
   for (size_t pos = 0; pos < 128; ++pos) {
     int ones = 0;

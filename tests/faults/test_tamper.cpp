@@ -45,7 +45,7 @@ std::vector<TamperCase> cases() {
   using S = test::RedisServer;
   using N = const std::string&;
   using M = const Members&;
-  auto set_type = [](const char* suffix, std::vector<std::string> write) {
+  auto set_type = [](const char* suffix, const std::vector<std::string>& write) {
     return [suffix, write](S& s, N n, M) {
       s.cmd({"DEL", k(n, suffix)});
       std::vector<std::string> argv = write;
@@ -320,11 +320,11 @@ class TamperScripts : public ::testing::Test {
     std::string sha = s.cmd({"SCRIPT", "LOAD", std::string(detail::lua::heartbeat_source)});
     std::vector<std::string> argv = {"EVALSHA", sha, "5"};
     for (const char* suffix : {"q", "w", "h", "g", "seq"}) argv.push_back(k(name, suffix));
-    argv.push_back("1");
-    argv.push_back("10000");
+    argv.emplace_back("1");
+    argv.emplace_back("10000");
     for (const auto& m : members) {
       argv.push_back(m);
-      argv.push_back("10000");
+      argv.emplace_back("10000");
     }
     return split(s.cmd(argv), '\n');
   }

@@ -143,7 +143,7 @@ std::string clean(std::string s) {
 }
 
 // The outcome kind of the exception in flight.
-std::string kind_of(std::exception_ptr e, std::string& msg) {
+std::string kind_of(const std::exception_ptr& e, std::string& msg) {
   try {
     std::rethrow_exception(e);
   } catch (const Cancelled& x) {
