@@ -18,7 +18,7 @@ elseif redis.call('ZREM', Q, member) == 1 then
   redis.call('ZREM', W, member)
   result = 2
 end
-prune(now)
+prune(now, true)  -- deep: an operator call, off the hot path
 fill(now, valid_permits(redis.call('HGET', G, 'permits')) or permits)  -- the operator's call: as stored
 cleanup(now, nil)
 return result

@@ -28,7 +28,7 @@ for i = 3, #ARGV, 2 do
 end
 
 local now = now_ms()
-prune(now)
+prune(now, true)  -- deep: also entries with corrupt far deadlines
 fill(now, stored_permits(permits))
 
 local out = {}

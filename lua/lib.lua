@@ -100,23 +100,30 @@ local function signal(member, fence)
   end
 end
 
--- Members of a deadline set that are expired, or corrupt (beyond MAX_MS).
-local function dead_entries(key, now)
+-- Members of a deadline set that are expired (deadline <= now); with
+-- `deep`, also those with a corrupt deadline beyond now + MAX_MS.
+local function dead_entries(key, now, deep)
   local x = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
-  local far = redis.call('ZRANGEBYSCORE', key, '(' .. string.format('%d', now + MAX_MS), '+inf',
-                         'LIMIT', 0, PRUNE_LIMIT)
-  for _, m in ipairs(far) do x[#x + 1] = m end
+  if deep then
+    local far = redis.call('ZRANGEBYSCORE', key, '(' .. string.format('%d', now + MAX_MS), '+inf',
+                           'LIMIT', 0, PRUNE_LIMIT)
+    for _, m in ipairs(far) do x[#x + 1] = m end
+  end
   return x
 end
 
--- Remove expired holders and waiters wherever they stand (bounded).
-local function prune(now)
-  local hx = dead_entries(H, now)
+-- Remove expired holders and waiters wherever they stand (bounded). Only
+-- the heartbeat passes `deep` (one more command per structure, off the
+-- per-grant path): corrupt far deadlines are rare and harmless until such
+-- an entry heads the queue (fill and live_score treat it as expired) or
+-- holds a permit, and every waiting process beats a few times per liveness.
+local function prune(now, deep)
+  local hx = dead_entries(H, now, deep)
   if #hx > 0 then
     redis.call('ZREM', H, unpack(hx))
     redis.call('HDEL', G, unpack(hx))
   end
-  local wx = dead_entries(W, now)
+  local wx = dead_entries(W, now, deep)
   if #wx > 0 then
     redis.call('ZREM', W, unpack(wx))
     redis.call('ZREM', Q, unpack(wx))
