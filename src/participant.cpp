@@ -98,12 +98,15 @@ void Participant::leave_queue(const std::string& member, bool cancelled) {
 }
 
 std::chrono::steady_clock::duration Participant::poll_interval() const {
-  // Position-aware: the head polls briskly, each place further back half as
-  // often, never slower than the heartbeat (which also reports grants).
-  long long behind = position_ - static_cast<long long>(permits_) + 1;
-  milliseconds base(10);
-  if (behind <= 0) return base;
-  milliseconds slow = base * (1LL << std::min<long long>(behind, 10));
+  // Position-aware: the head polls every 10 ms, place k behind it every
+  // 10 * (k + 1) ms, never slower than the heartbeat (which also reports
+  // grants). Linear, not exponential: a waiter's position is only as fresh
+  // as its last poll, and the queue moves one place per grant, so a waiter
+  // must not sleep through many grants before it learns it is next. The
+  // total rate over a queue of n grows only as log(n) (a harmonic sum) up
+  // to the heartbeat cap.
+  long long behind = std::max(0LL, position_ - static_cast<long long>(permits_) + 1);
+  milliseconds slow = milliseconds(10) * (std::min<long long>(behind, 100000) + 1);
   return std::min<steady_clock::duration>(slow, client_->heartbeat_period());
 }
 
