@@ -28,12 +28,7 @@ class Child {
       if (merge_stderr) ::dup2(fds[1], 2);
       ::close(fds[0]);
       ::close(fds[1]);
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(path.c_str()));
-      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(path.c_str(), argv.data());
-      ::_exit(127);
+      exec_or_exit(path, args);
     }
     ::close(fds[1]);
     out_ = LineReader(fds[0]);

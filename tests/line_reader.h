@@ -1,6 +1,6 @@
 #pragma once
-// Reads a child process's output pipe by line, with bounded waits.
-// Shared by the test helpers' Child (tests/child.h) and the fault suite's Proc.
+// Child processes of tests: reading their output pipe by line with bounded
+// waits, and exec in the forked child. Shared by the test helpers' Child (tests/child.h) and the fault suite's Proc.
 #include <poll.h>
 #include <unistd.h>
 
@@ -8,8 +8,19 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fairlock::test {
+
+// In a forked child: runs `path` with `args` (argv[0] = path), or exits 127.
+[[noreturn]] inline void exec_or_exit(const std::string& path, const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(path.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv(path.c_str(), argv.data());
+  ::_exit(127);
+}
 
 class LineReader {
  public:

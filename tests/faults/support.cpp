@@ -103,12 +103,7 @@ Proc::Proc(const std::string& path, const std::vector<std::string>& args) {
   if (pid_ == 0) {
     ::dup2(out[1], 1);
     ::dup2(in[0], 0);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(path.c_str()));
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(path.c_str(), argv.data());
-    ::_exit(127);
+    test::exec_or_exit(path, args);
   }
   ::close(out[1]);
   ::close(in[0]);
