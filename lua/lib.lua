@@ -113,7 +113,7 @@ local function dead_entries(key, now, deep)
 end
 
 -- Remove expired holders and waiters wherever they stand (bounded). Only
--- the heartbeat passes `deep` (one more command per structure, off the
+-- heartbeat and evict pass `deep` (one more command per structure, off the
 -- per-grant path): corrupt far deadlines are rare and harmless until such
 -- an entry heads the queue (fill and live_score treat it as expired) or
 -- holds a permit, and every waiting process beats a few times per liveness.
