@@ -10,9 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "client_impl.h"  // src/: ClientImpl::new_member, the per-claim member
 #include "common.h"
-#include "scripts.h"
+#include "protocol.h"  // src/: new_member, the per-claim member; Keys
 #include "systems.h"
 
 namespace {
@@ -85,7 +84,8 @@ void BM_NewMember(benchmark::State& state) {
   fairlock::Options o;
   o.url = url();
   fairlock::Client client(o);
-  for ([[maybe_unused]] auto _ : state) benchmark::DoNotOptimize(client.impl()->new_member());
+  for ([[maybe_unused]] auto _ : state)
+    benchmark::DoNotOptimize(fairlock::detail::new_member(fairlock::Notify::publish, client.id()));
 }
 BENCHMARK(BM_NewMember);
 

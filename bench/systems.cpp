@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "scripts.h"  // fairlock's embedded scripts and their SHA1s (src/)
+#include "protocol.h"  // fairlock's embedded scripts and their SHA1s (src/)
 
 namespace fbench {
 
@@ -84,7 +84,7 @@ RawKeys::RawKeys(const std::string& prefix, const std::string& name) {
 
 void load_fairlock_scripts(Redis& c) {
   using fairlock::detail::Script;
-  for (Script s : {Script::acquire, Script::release, Script::cancel, Script::heartbeat}) {
+  for (Script s : fairlock::detail::kAllScripts) {
     Reply r = c.cmd({"SCRIPT", "LOAD", std::string(fairlock::detail::script_source(s))});
     if (reply_str(r.get()) != fairlock::detail::script_sha(s)) {
       throw std::runtime_error("SCRIPT LOAD of fairlock script failed: " + reply_text(r.get()));

@@ -219,10 +219,12 @@ bool Connection::idle_and_open() const {
 
 bool is_error(const redisReply& r) { return r.type == REDIS_REPLY_ERROR; }
 bool is_array(const redisReply& r) { return r.type == REDIS_REPLY_ARRAY; }
-bool is_nil(const redisReply& r) { return r.type == REDIS_REPLY_NIL; }
+std::string_view reply_error(const redisReply& r) {
+  return r.type == REDIS_REPLY_ERROR && r.str ? std::string_view(r.str, r.len) : std::string_view();
+}
 
 void throw_reply_error(const redisReply& r, std::string_view context) {
-  std::string msg(r.str ? std::string_view(r.str, r.len) : std::string_view("unknown error"));
+  std::string msg(reply_error(r).empty() ? std::string_view("unknown error") : reply_error(r));
   std::string where(context);
   auto starts = [&](std::string_view prefix) { return msg.rfind(prefix, 0) == 0; };
   if (starts("FLPERMITS ")) {

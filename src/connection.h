@@ -68,7 +68,8 @@ class Connection {
 // Accessors that throw ServerError("unexpected reply ...") on a type mismatch.
 bool is_error(const redisReply& r);
 bool is_array(const redisReply& r);
-bool is_nil(const redisReply& r);
+// The text of an error reply ("" for any other reply).
+std::string_view reply_error(const redisReply& r);
 std::string_view reply_string(const redisReply& r);
 long long reply_integer(const redisReply& r);
 std::size_t reply_size(const redisReply& r);

@@ -224,7 +224,7 @@ TEST(Lock, WithoutRenewalTheLeaseExpires) {
   EXPECT_TRUE(next.try_lock_for(std::chrono::seconds(30)));
   EXPECT_GT(next.fence(), lock.fence());
   EXPECT_FALSE(lock.owns_lock());
-  EXPECT_THROW(lock.unlock(), LockLost);
+  EXPECT_EQ(lock.release(), Released::lost);
   next.unlock();
 }
 
@@ -240,17 +240,22 @@ TEST(Lock, DeletedKeysAreReportedLost) {
   server().cmd({"DEL", key(name, "h"), key(name, "g")});
   ASSERT_TRUE(eventually([&] { return lost_calls.load() == 1; }));
   EXPECT_FALSE(lock.owns_lock());
-  EXPECT_THROW(lock.unlock(), LockLost);
+  EXPECT_EQ(lock.release(), Released::lost);
   EXPECT_GE(client.stats().lost, 1u);
 }
 
 TEST(Lock, UnlockWithoutLockAndDoubleUnlockReport) {
   Client client(opts_for(server()));
   FairLock lock(client, unique_name("double"));
-  EXPECT_THROW(lock.unlock(), NotHeld);
+  EXPECT_EQ(lock.release(), Released::not_held);
+  EXPECT_NO_THROW(lock.unlock());  // BasicLockable: logged, never thrown
+  lock.lock();
+  EXPECT_EQ(lock.release(), Released::released);
+  EXPECT_EQ(lock.release(), Released::not_held);
   lock.lock();
   lock.unlock();
-  EXPECT_THROW(lock.unlock(), NotHeld);
+  EXPECT_FALSE(lock.owns_lock());
+  EXPECT_EQ(lock.release(), Released::not_held);
 }
 
 TEST(Lock, RelockingAHeldObjectIsALogicError) {
@@ -268,14 +273,13 @@ TEST(Lock, LostLockUnderStdGuardDoesNotTerminate) {
   LockOptions lo;
   lo.lease = 100ms;
   lo.auto_renew = false;
-  lo.throw_on_lost_unlock = false;
   FairLock lock(client, name, lo);
   {
     std::lock_guard<FairLock> guard(lock);
     server().cmd({"DEL", key(name, "h"), key(name, "g")});
   }  // ~lock_guard -> unlock() of a lost grant: logged, not thrown
   EXPECT_FALSE(lock.owns_lock());
-  // The same during unwinding with the default options.
+  // The same during unwinding.
   FairLock other(client, unique_name("guard-unwind"));
   EXPECT_THROW(
       {

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "connection.h"
+#include "protocol.h"
 #include "redis_server.h"
-#include "scripts.h"
 
 namespace fairlock::test {
 namespace {
@@ -39,7 +39,7 @@ class Scripts : public ::testing::Test {
   }
   ReplyPtr call(Script s, std::vector<std::string> args) {
     std::vector<detail::ScriptCall> calls{{s, &keys, std::move(args)}};
-    auto v = detail::run_scripts(*conn, calls, reloads);
+    auto v = detail::run_scripts(*conn, calls, std::chrono::milliseconds(5000), [this] { ++reloads; });
     return std::move(v[0]);
   }
   std::vector<long long> acquire(const std::string& m, int permits = 1, long lease = 10000, long live = 10000,

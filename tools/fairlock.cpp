@@ -327,12 +327,13 @@ int cmd_run(const Args& a) {
   }
   g_child = 0;
   int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  try {
-    lock.unlock();
-  } catch (const fairlock::LockLost&) {
-    lost = true;
+  const fairlock::Released released = lock.release();
+  if (released == fairlock::Released::failed) {
+    std::fprintf(stderr, "fairlock: %s: could not release (redis unreachable); it expires with its lease\n",
+                 printable(name).c_str());
+    return kUnavailable;
   }
-  if (lost) {
+  if (released == fairlock::Released::lost || lost) {
     std::fprintf(stderr, "fairlock: %s: the lock was lost while the command ran (command status %d)\n",
                  printable(name).c_str(), rc);
     return kLost;

@@ -37,13 +37,8 @@ class PermitsMismatch : public ServerError {
 };
 
 // The grant is gone: its lease expired, it was evicted or its keys deleted.
+// (release() reports this as Released::lost; unlock() never throws.)
 class LockLost : public Error {
- public:
-  using Error::Error;
-};
-
-// unlock() of something not held (never locked, or unlocked already).
-class NotHeld : public Error {
  public:
   using Error::Error;
 };

@@ -1,6 +1,7 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -10,6 +11,13 @@ class logger;
 }
 
 namespace fairlock {
+
+// The bounds every argument is checked against (the Lua scripts check the same).
+namespace limits {
+inline constexpr std::uint32_t kMaxPermits = 1000000;
+// Leases, liveness and timeouts: at most 2^31-1 ms (about 24.8 days).
+inline constexpr std::chrono::milliseconds kMaxDuration{2147483647};
+}  // namespace limits
 
 // How a waiting process learns that a grant was handed to it.
 enum class Notify {
@@ -51,12 +59,6 @@ struct LockOptions {
   // (0 = next in line); learned from replies the wait makes anyway, so it
   // costs no extra round trip. Called from the waiting or heartbeat thread.
   std::function<void(std::size_t position)> on_position;
-  // unlock() of a lost grant throws LockLost. Under std::lock_guard /
-  // std::unique_lock, whose destructors are noexcept, that would terminate
-  // the program; so unlock() does not throw while the stack is unwinding,
-  // and not at all when this is false (loss is then seen via owns_lock()
-  // and on_lost).
-  bool throw_on_lost_unlock = true;
 };
 
 }  // namespace fairlock

@@ -5,9 +5,13 @@
 // tokens are unguessable.
 #include <fairlock/fairlock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <bitset>
+#include <mutex>
 #include <set>
+#include <sstream>
 
 #include "fairlock_lua.h"
 #include "scenario.h"
@@ -40,6 +44,28 @@ struct Workload {
   bool subscribed = false;          // the server shows the client's wake subscription
 };
 
+// The client's warnings, where release() explains a failed release.
+class CapturedLog {
+ public:
+  CapturedLog()
+      : logger_(std::make_shared<spdlog::logger>("security", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_))) {
+    logger_->set_level(spdlog::level::warn);
+  }
+  const std::shared_ptr<spdlog::logger>& logger() const { return logger_; }
+  // Throws unless release() released the grant, with what the client logged.
+  void released(FairSemaphore& l) {
+    const Released r = l.release();
+    if (r == Released::released) return;
+    logger_->flush();
+    const char* kind = r == Released::lost ? "lost" : r == Released::not_held ? "not held" : "failed";
+    throw std::runtime_error(std::string("release: ") + kind + "; the client logged: " + out_.str());
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
 // Everything a user of the library does, as `user`.
 Workload workload(test::RedisServer& s, const std::string& user, const std::string& password,
                   Notify mode = Notify::publish) {
@@ -49,6 +75,8 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
   o.liveness_ttl = 900ms;
   o.connect_timeout = 500ms;
   o.notify = mode;
+  CapturedLog log;
+  o.logger = log.logger();
   static std::atomic<int> round{0};
   const std::string name = "acl:" + std::to_string(::getpid()) + ":" + std::to_string(round++);
   // Stops at the first failure: it names the cause, the rest would only be
@@ -104,13 +132,13 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
     if (a.owns_lock()) return;
     std::string why = "the lease was not renewed";
     try {
-      a.unlock();
+      log.released(a);
     } catch (const std::exception& e) {
-      why += std::string("; unlock() says: ") + e.what();
+      why += std::string("; ") + e.what();
     }
     throw std::runtime_error(why);
   });
-  step("unlock with handoff", [&] { a.unlock(); });
+  step("unlock with handoff", [&] { log.released(a); });
   if (!w.errors.empty()) b.cancel();
   eventually([&] { return b_done.load(); }, 10s);
   t.join();
@@ -131,7 +159,7 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
   std::thread t2([&] {
     try {
       a.lock();
-      a.unlock();
+      log.released(a);
     } catch (const Cancelled&) {
       cancelled = true;
     } catch (const std::exception& e) {
@@ -147,13 +175,13 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
   std::this_thread::sleep_for(100ms);
   a.cancel();
   t2.join();
-  step("unlock (idle cleanup)", [&] { b.unlock(); });
+  step("unlock (idle cleanup)", [&] { log.released(b); });
   FairSemaphore s1(*c, name + ":sem", 2), s2(*c, name + ":sem", 2);
   step("semaphore", [&] {
     s1.lock();
     s2.lock();
-    s1.unlock();
-    s2.unlock();
+    log.released(s1);
+    log.released(s2);
   });
   return w;
 }

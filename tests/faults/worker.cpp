@@ -142,6 +142,17 @@ std::string clean(std::string s) {
   return s.empty() ? "-" : s;
 }
 
+// The outcome kind of a release, named as the checker reads it.
+std::string release_kind(Released r) {
+  switch (r) {
+    case Released::released: return "ok";
+    case Released::lost: return "lost";
+    case Released::not_held: return "notheld";
+    case Released::failed: return "conn";  // redis unreachable: the grant runs out with its lease
+  }
+  return "?";
+}
+
 // The outcome kind of the exception in flight.
 std::string kind_of(const std::exception_ptr& e, std::string& msg) {
   try {
@@ -152,12 +163,6 @@ std::string kind_of(const std::exception_ptr& e, std::string& msg) {
   } catch (const PermitsMismatch& x) {
     msg = x.what();
     return "permits";
-  } catch (const LockLost& x) {
-    msg = x.what();
-    return "lost";
-  } catch (const NotHeld& x) {
-    msg = x.what();
-    return "notheld";
   } catch (const ConnectionError& x) {
     msg = x.what();
     return "conn";
@@ -264,13 +269,7 @@ class Worker {
     Micros t_end = rec.time_us();
     bool owned = p.sem->owns_lock();
     rec.rpush(cfg_.ev, "E " + gid + " " + std::to_string(t_end) + " " + (owned ? "1" : "0"));
-    std::string result = "ok", msg;
-    try {
-      p.sem->unlock();
-    } catch (...) {
-      result = kind_of(std::current_exception(), msg);
-      if (unexpected_kind(result)) unexpected("unlock: " + result + ": " + msg);
-    }
+    std::string result = release_kind(p.sem->release());
     p.slot->set("");
     rec.rpush(cfg_.ev, "U " + gid + " " + result + " " + std::to_string(rec.time_us()));
     return result;

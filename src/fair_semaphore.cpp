@@ -1,4 +1,4 @@
-#include "fairlock/fair_lock.h"
+#include "fairlock/fair_semaphore.h"
 
 #include <stdexcept>
 
@@ -43,7 +43,11 @@ bool FairSemaphore::wait_for(std::chrono::duration<double> timeout) {
   return p.acquire(deadline, true);
 }
 
-void FairSemaphore::unlock() { live(p_).release(); }
+Released FairSemaphore::release() noexcept { return p_ ? p_->release() : Released::not_held; }
+
+void FairSemaphore::unlock() noexcept {
+  if (p_) p_->unlock();
+}
 
 void FairSemaphore::cancel() noexcept {
   if (p_) p_->cancel();

@@ -1,0 +1,278 @@
+#include "claim.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace fairlock::detail {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// ---------------------------------------------------------------- a wait
+
+std::optional<std::string> Claim::begin(std::string member, bool queue, std::optional<SteadyTime> deadline,
+                                        const std::string& name) {
+  if (state_ == State::held) throw std::logic_error("fairlock: " + name + " is already held by this object");
+  if (state_ == State::waiting) throw std::logic_error("fairlock: " + name + " is already waiting in another thread");
+  std::optional<std::string> stale;
+  if (state_ == State::lost) stale = member_;  // known lost, but it may linger in Redis
+  state_ = State::waiting;
+  member_ = std::move(member);
+  queue_ = queue;
+  deadline_ = deadline;
+  outcome_.reset();
+  asked_ = counted_wait_ = false;
+  ticket_ = 0;
+  position_ = next_expiry_ms_ = -1;
+  signalled_ = kicked_ = cancelled_ = lease_confirmed_ = false;
+  timer_at_.reset();
+  retry_at_.reset();
+  backoff_ = milliseconds(20);
+  lost_reason_.clear();
+  beat_error_.clear();
+  return stale;
+}
+
+Step Claim::next(SteadyTime now, const WaitContext& ctx) {
+  if (outcome_) return Step{*outcome_};
+  if (!asked_) return ask(queue_);
+  if (auto granted = take_signal(now)) return *granted;
+  if (cancelled_ || ctx.stopped) return Step{Step::Kind::cancelled};
+  if (deadline_ && now >= *deadline_) return Step{Step::Kind::give_up};
+  const bool timer = timer_at_ && now >= *timer_at_;
+  const bool retry = retry_at_ && now >= *retry_at_;
+  if (kicked_ || timer || retry) {
+    if (timer && !kicked_ && !retry) counters_.add(&Stats::wakes_timer);
+    kicked_ = false;  // before asking: a kick that lands while we ask is kept
+    return ask(true);
+  }
+  if (retry_at_) return Step{Step::Kind::wait, deadline_ ? std::min(*retry_at_, *deadline_) : *retry_at_};
+  timer_at_ = wake_time(now, ctx);
+  return Step{Step::Kind::wait, *timer_at_};
+}
+
+Step Claim::ask(bool queue) {
+  timer_at_.reset();
+  retry_at_.reset();
+  return Step{Step::Kind::ask, {}, queue};
+}
+
+// A grant handed to us (PUBLISH or heartbeat) needs no round trip, if it is
+// for our current place and still fresh.
+std::optional<Step> Claim::take_signal(SteadyTime now) {
+  if (!signalled_) return std::nullopt;
+  signalled_ = false;
+  const SteadyTime valid = lease_confirmed_ ? valid_until_ : refreshed_at_ + cfg_.liveness;
+  if (signal_fence_ != ticket_) {
+    lease_confirmed_ = false;  // a grant of an earlier place we no longer hold: ignore
+  } else if (valid <= now) {
+    lease_confirmed_ = false;
+    kicked_ = true;  // too late to trust it blindly: ask Redis
+  } else {
+    return granted_with(signal_fence_, valid);
+  }
+  return std::nullopt;
+}
+
+Step Claim::granted_with(std::uint64_t fence, SteadyTime valid_until) {
+  state_ = State::held;
+  fence_ = fence;
+  valid_until_ = valid_until;
+  outcome_ = Step::Kind::granted;
+  counters_.add(&Stats::grants);
+  return Step{Step::Kind::granted};
+}
+
+SteadyTime Claim::wake_time(SteadyTime now, const WaitContext& ctx) const {
+  SteadyTime at = deadline_ ? *deadline_ : now + std::chrono::hours(24);
+  at = std::min(at, now + (ctx.signals ? steady_clock::duration(cfg_.liveness) : poll_interval(ctx.heartbeat_period)));
+  if (position_ >= 0 && position_ < static_cast<long long>(cfg_.permits) && next_expiry_ms_ >= 0) {
+    at = std::min(at, std::max(expiry_at_, now + milliseconds(1)));  // a lease may run out
+  }
+  return at;
+}
+
+std::chrono::steady_clock::duration Claim::poll_interval(milliseconds heartbeat_period) const {
+  // Position-aware: the head polls every 10 ms, place k behind it every
+  // 10 * (k + 1) ms, never slower than the heartbeat (which also reports
+  // grants). Linear, not exponential: a waiter's position is only as fresh
+  // as its last poll, and the queue moves one place per grant, so a waiter
+  // must not sleep through many grants before it learns it is next. The
+  // total rate over a queue of n grows only as log(n) (a harmonic sum) up
+  // to the heartbeat cap.
+  long long behind = std::max(0LL, position_ - static_cast<long long>(cfg_.permits) + 1);
+  milliseconds slow = milliseconds(10) * (std::min<long long>(behind, 100000) + 1);
+  return std::min<steady_clock::duration>(slow, heartbeat_period);
+}
+
+Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
+  asked_ = true;
+  backoff_ = milliseconds(20);
+  Effects fx;
+  switch (reply.status) {
+    case Acquired::Status::granted:
+      lease_confirmed_ = true;
+      granted_with(reply.fence, sent + cfg_.lease);
+      return fx;
+    case Acquired::Status::busy:
+      state_ = State::idle;
+      outcome_ = Step::Kind::busy;
+      return fx;
+    case Acquired::Status::queued: break;
+  }
+  if (!counted_wait_) {
+    counted_wait_ = true;
+    counters_.add(&Stats::waits);
+  }
+  ticket_ = reply.ticket;
+  if (position_ != reply.position) fx.position = static_cast<std::size_t>(std::max(0LL, reply.position));
+  position_ = reply.position;
+  next_expiry_ms_ = reply.next_expiry_ms;
+  expiry_at_ = sent + milliseconds(std::max(0LL, reply.next_expiry_ms) + 2);
+  refreshed_at_ = std::max(refreshed_at_, sent);
+  last_ok_ = sent;
+  return fx;
+}
+
+bool Claim::on_ask_failed(SteadyTime now, bool retryable) {
+  // The first reply may be lost after the script ran: the driver leaves.
+  if (!asked_ || !retryable) return false;
+  // Connection trouble: retry (after a backoff) until our entry would have
+  // expired anyway, or the deadline passes.
+  const SteadyTime alive_since = std::max(last_ok_, refreshed_at_);
+  if (now - alive_since > cfg_.liveness || (deadline_ && now >= *deadline_)) return false;
+  retry_at_ = now + backoff_;
+  backoff_ = std::min(backoff_ * 2, milliseconds(500));
+  return true;
+}
+
+void Claim::on_gave_up(const CancelResult& reply) {
+  if (reply.status == CancelResult::Status::granted) {
+    // Granted by a handoff while we were giving up: keep it.
+    granted_with(reply.fence, refreshed_at_ + cfg_.liveness);
+    return;
+  }
+  state_ = State::idle;
+  outcome_ = Step::Kind::timed_out;
+  counters_.add(&Stats::timeouts);
+}
+
+void Claim::finish_cancelled() {
+  state_ = State::idle;
+  outcome_ = Step::Kind::cancelled;
+  counters_.add(&Stats::cancels);
+}
+
+void Claim::abort() {
+  state_ = State::idle;
+  outcome_ = Step::Kind::cancelled;
+}
+
+// ---------------------------------------------------------------- a grant
+
+ReleasePlan Claim::begin_release() {
+  ReleasePlan plan;
+  if (state_ == State::idle || state_ == State::waiting) return plan;
+  plan.member = member_;
+  if (state_ == State::shut_down) {
+    plan.kind = ReleasePlan::Kind::released_at_shutdown;
+  } else {
+    plan.kind = ReleasePlan::Kind::release;
+    if (state_ == State::lost) plan.lost_reason = lost_reason_;
+  }
+  state_ = State::idle;
+  return plan;
+}
+
+std::optional<std::string> Claim::on_shutdown() {
+  if (state_ == State::waiting) {
+    cancelled_ = true;
+  } else if (state_ == State::held) {
+    state_ = State::shut_down;
+    return member_;
+  }
+  return std::nullopt;
+}
+
+bool Claim::cancel() {
+  if (state_ != State::waiting) return false;
+  cancelled_ = true;
+  return true;
+}
+
+std::string Claim::mark_lost(std::string why) {
+  state_ = State::lost;
+  lost_reason_ = why;
+  counters_.add(&Stats::lost);
+  return why;
+}
+
+// ---------------------------------------------------------------- the session's events
+
+std::optional<SessionMember::Beat> Claim::beat_item(SteadyTime now, Effects& effects) {
+  if (state_ == State::waiting) return SessionMember::Beat{member_, cfg_.lease, false};
+  if (state_ != State::held) return std::nullopt;
+  if (now >= valid_until_) {
+    std::string why = "lease ran out before a renewal succeeded";
+    if (!beat_error_.empty()) why += " (last heartbeat error: " + beat_error_ + ")";
+    effects.lost = mark_lost(why);
+    return std::nullopt;
+  }
+  if (cfg_.auto_renew || !lease_confirmed_) return SessionMember::Beat{member_, cfg_.lease, true};
+  return std::nullopt;
+}
+
+Effects Claim::on_beat(const std::string& member, bool sent_as_holder, BeatResult result, SteadyTime sent_at) {
+  Effects fx;
+  if (member != member_) return fx;
+  beat_error_.clear();
+  if (state_ == State::waiting) {
+    fx.wake = true;
+    if (result.status == BeatResult::Status::waiting) {
+      refreshed_at_ = std::max(refreshed_at_, sent_at);
+      if (position_ != result.value) fx.position = static_cast<std::size_t>(std::max(0LL, result.value));
+      position_ = result.value;
+    } else if (result.status == BeatResult::Status::holding && !signalled_ && result.value > 0) {
+      signalled_ = true;
+      signal_fence_ = static_cast<std::uint64_t>(result.value);
+      lease_confirmed_ = true;
+      valid_until_ = sent_at + cfg_.lease;
+      counters_.add(&Stats::wakes_heartbeat);
+    } else if (result.status == BeatResult::Status::gone) {
+      kicked_ = true;  // our entry expired: acquire again (joins at the tail)
+    }
+  } else if (state_ == State::held) {
+    if (result.status == BeatResult::Status::holding && static_cast<std::uint64_t>(result.value) == fence_) {
+      valid_until_ = std::max(valid_until_, sent_at + cfg_.lease);
+      lease_confirmed_ = true;
+    } else if (sent_as_holder) {  // a beat sent while we still waited says nothing about the grant
+      fx.lost = mark_lost("the grant is gone from Redis (expired or evicted)");
+    }
+  }
+  return fx;
+}
+
+void Claim::on_beat_error(const std::string& member, const std::string& error) {
+  if (member == member_) beat_error_ = error;
+}
+
+bool Claim::on_signal(const std::string& member, std::uint64_t fence) {
+  if (member != member_ || state_ != State::waiting || signalled_) return false;
+  signalled_ = true;
+  signal_fence_ = fence;
+  counters_.add(&Stats::wakes_signal);  // before the waiter runs on
+  return true;
+}
+
+bool Claim::kick() {
+  if (state_ != State::waiting) return false;
+  kicked_ = true;
+  return true;
+}
+
+std::optional<std::uint64_t> Claim::waiting_ticket() const {
+  if (state_ == State::waiting && !kicked_ && !signalled_ && ticket_ != 0) return ticket_;
+  return std::nullopt;
+}
+
+}  // namespace fairlock::detail

@@ -1,0 +1,65 @@
+#include "pool.h"
+
+#include <spdlog/spdlog.h>
+
+#include "fairlock/errors.h"
+
+namespace fairlock::detail {
+
+Pool::Pool(Endpoint ep, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds command_timeout,
+           std::size_t size, Counters& counters, spdlog::logger& log)
+    : ep_(std::move(ep)),
+      connect_timeout_(connect_timeout),
+      command_timeout_(command_timeout),
+      size_(size),
+      counters_(counters),
+      log_(log) {}
+
+std::unique_ptr<Connection> Pool::take() {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!cv_.wait_for(lk, command_timeout_, [&] { return !idle_.empty() || open_ < size_; })) {
+    throw TimeoutError("fairlock: no free connection within command_timeout");
+  }
+  while (!idle_.empty()) {
+    auto c = std::move(idle_.back());
+    idle_.pop_back();
+    if (c->idle_and_open()) return c;
+    // Closed while idle (server restarted, CLIENT KILL): a command sent on
+    // it would fail although the server is up. Open a fresh one instead.
+    --open_;
+    had_failure_ = true;
+    log_.info("fairlock: an idle redis connection was closed by the server; reconnecting");
+  }
+  ++open_;
+  lk.unlock();
+  try {
+    auto c = std::make_unique<Connection>(ep_, connect_timeout_, command_timeout_);
+    lk.lock();
+    if (had_failure_) {
+      had_failure_ = false;
+      counters_.add(&Stats::reconnects);
+      log_.info("fairlock: reconnected to redis");
+    }
+    return c;
+  } catch (...) {
+    lk.lock();
+    --open_;
+    had_failure_ = true;
+    cv_.notify_one();
+    throw;
+  }
+}
+
+void Pool::give_back(std::unique_ptr<Connection> c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (c->broken()) {
+    --open_;
+    had_failure_ = true;
+    log_.warn("fairlock: dropped a broken redis connection");
+  } else {
+    idle_.push_back(std::move(c));
+  }
+  cv_.notify_one();
+}
+
+}  // namespace fairlock::detail

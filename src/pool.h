@@ -1,0 +1,51 @@
+#pragma once
+// A fixed-size pool of blocking connections to one server, created lazily;
+// a connection is used by one thread at a time and dropped when it breaks.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "connection.h"
+#include "counters.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace fairlock::detail {
+
+class Pool {
+ public:
+  Pool(Endpoint ep, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds command_timeout,
+       std::size_t size, Counters& counters, spdlog::logger& log);
+  template <class F>
+  auto with(F&& f) -> decltype(f(std::declval<Connection&>())) {
+    std::unique_ptr<Connection> c = take();
+    try {
+      auto result = f(*c);
+      give_back(std::move(c));
+      return result;
+    } catch (...) {
+      give_back(std::move(c));
+      throw;
+    }
+  }
+
+ private:
+  std::unique_ptr<Connection> take();
+  void give_back(std::unique_ptr<Connection> c);
+  const Endpoint ep_;
+  const std::chrono::milliseconds connect_timeout_, command_timeout_;
+  const std::size_t size_;
+  Counters& counters_;
+  spdlog::logger& log_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  std::size_t open_ = 0;
+  bool had_failure_ = false;
+};
+
+}  // namespace fairlock::detail

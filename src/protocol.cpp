@@ -1,0 +1,378 @@
+#include "protocol.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "fairlock/errors.h"
+#include "fairlock_lua.h"
+#include "server.h"
+
+namespace fairlock::detail {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// ---------------------------------------------------------------- scripts
+
+namespace {
+
+const lua::EmbeddedScript& embedded(Script s) {
+  // kScripts follows the lua/ directory; the enum must name each of them.
+  static const auto table = [] {
+    std::vector<const lua::EmbeddedScript*> t;
+    for (Script s : kAllScripts) {
+      const lua::EmbeddedScript* found = nullptr;
+      for (const auto& e : lua::kScripts) {
+        if (e.name == script_name(s)) found = &e;
+      }
+      if (!found) throw std::logic_error("fairlock: no lua script for " + std::string(script_name(s)));
+      t.push_back(found);
+    }
+    return t;
+  }();
+  return *table[static_cast<std::size_t>(s)];
+}
+
+}  // namespace
+
+std::string_view script_name(Script s) {
+  switch (s) {
+    case Script::acquire: return "acquire";
+    case Script::release: return "release";
+    case Script::cancel: return "cancel";
+    case Script::heartbeat: return "heartbeat";
+    case Script::inspect: return "inspect";
+    case Script::evict: return "evict";
+  }
+  return "?";
+}
+
+std::string_view script_source(Script s) { return embedded(s).source; }
+
+std::string_view script_sha(Script s) { return embedded(s).sha; }
+
+// ---------------------------------------------------------------- formats
+
+Keys::Keys(std::string_view prefix, std::string_view name) {
+  if (name.empty()) throw std::invalid_argument("name: must not be empty");
+  if (name.size() > kMaxNameBytes) {
+    throw std::invalid_argument("name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  }
+  if (name.find_first_of("{}") != std::string_view::npos) {
+    throw std::invalid_argument("name: must not contain '{' or '}' (they would break the hash tag)");
+  }
+  std::string base;
+  base.reserve(prefix.size() + name.size() + 8);
+  base.append(prefix).append(":{").append(name).append("}:");
+  q = base + "q";
+  w = base + "w";
+  h = base + "h";
+  g = base + "g";
+  seq = base + "seq";
+}
+
+std::string random_hex(std::size_t bytes) {
+  unsigned char buf[32];
+  if (bytes > sizeof buf) throw std::invalid_argument("random_hex: at most 32 bytes");
+  std::size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = getrandom(buf + got, bytes - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error("fairlock: getrandom failed");
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes * 2);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    out.push_back(digits[buf[i] >> 4]);
+    out.push_back(digits[buf[i] & 15]);
+  }
+  return out;
+}
+
+std::string new_member(Notify mode, std::string_view client_id) {
+  char letter = mode == Notify::publish ? 'p' : mode == Notify::keyspace ? 'k' : 'n';
+  std::string m(1, letter);
+  m.append(client_id).append(":").append(random_hex(16));
+  return m;
+}
+
+std::string wake_channel(std::string_view prefix, std::string_view client_id) {
+  return std::string(prefix).append(":wake:").append(client_id);
+}
+
+std::string keyspace_channel(int db, std::string_view prefix, std::string_view name, std::string_view client_id) {
+  return "__keyspace@" + std::to_string(db) + "__:" + std::string(prefix) + ":{" + std::string(name) +
+         "}:wake:" + std::string(client_id);
+}
+
+std::optional<WakeMessage> parse_wake_message(std::string_view payload) {
+  auto space = payload.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  std::string_view digits = payload.substr(space + 1);
+  if (digits.empty() || digits.size() > 16 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;  // not a fence: not from a fairlock script
+  }
+  return WakeMessage{std::string(payload.substr(0, space)), std::strtoull(std::string(digits).c_str(), nullptr, 10)};
+}
+
+// ---------------------------------------------------------------- running
+
+namespace {
+
+Argv evalsha_argv(const ScriptCall& call) {
+  Argv argv;
+  argv.reserve(8 + call.args.size());
+  argv.push_back("EVALSHA");
+  argv.push_back(script_sha(call.script));
+  argv.push_back("5");
+  argv.push_back(call.keys->q);
+  argv.push_back(call.keys->w);
+  argv.push_back(call.keys->h);
+  argv.push_back(call.keys->g);
+  argv.push_back(call.keys->seq);
+  for (const auto& a : call.args) argv.push_back(a);
+  return argv;
+}
+
+bool is_noscript(const redisReply& r) { return reply_error(r).rfind("NOSCRIPT", 0) == 0; }
+
+void load_scripts(Connection& c) {
+  std::vector<Argv> loads;
+  for (Script s : kAllScripts) loads.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
+  for (const auto& r : c.pipeline(loads)) {
+    if (is_error(*r)) throw_reply_error(*r, "SCRIPT LOAD");
+  }
+}
+
+}  // namespace
+
+std::vector<ReplyPtr> run_scripts(Connection& c, const std::vector<ScriptCall>& calls, milliseconds budget,
+                                  const std::function<void()>& on_reload) {
+  std::vector<Argv> batch;
+  batch.reserve(calls.size());
+  for (const auto& call : calls) batch.push_back(evalsha_argv(call));
+  std::vector<ReplyPtr> replies = c.pipeline(batch);
+  const auto give_up_at = steady_clock::now() + budget;
+  milliseconds backoff(1);
+  for (;;) {
+    std::vector<std::size_t> missing;
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      if (is_noscript(*replies[i])) missing.push_back(i);
+    }
+    if (missing.empty()) return replies;
+    // The server lost its script cache (restart, SCRIPT FLUSH, failover):
+    // load every script and re-run only the calls that failed (the others
+    // ran). It may be flushed again in between: retry within the budget.
+    if (steady_clock::now() >= give_up_at) {
+      throw ConnectionError("fairlock: the server's script cache kept being flushed (NOSCRIPT)");
+    }
+    on_reload();
+    load_scripts(c);
+    std::vector<Argv> retry;
+    for (std::size_t i : missing) retry.push_back(batch[i]);
+    std::vector<ReplyPtr> again = c.pipeline(retry);
+    for (std::size_t j = 0; j < missing.size(); ++j) replies[missing[j]] = std::move(again[j]);
+    bool flushed_again = false;
+    for (std::size_t i : missing) flushed_again = flushed_again || is_noscript(*replies[i]);
+    if (flushed_again) {
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, milliseconds(50));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- typed calls
+
+namespace {
+
+std::string str(long long v) { return std::to_string(v); }
+
+// Fences and tickets are integers in [1, 2^53) (see lua/lib.lua); anything
+// else in a reply comes from tampered keys and must not reach the caller.
+std::uint64_t checked_fence(long long v, const char* what) {
+  if (v < 1 || v >= kMaxFence) {
+    throw ServerError(std::string("fairlock: redis returned an invalid ") + what + " " + std::to_string(v) +
+                      " (the name's keys were modified outside fairlock)");
+  }
+  return static_cast<std::uint64_t>(v);
+}
+
+}  // namespace
+
+Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& a) {
+  ReplyPtr r = server.run(
+      Script::acquire, keys,
+      {std::string(a.member), str(a.permits), str(a.lease.count()), str(a.liveness.count()), a.queue ? "q" : "t"});
+  Acquired out;
+  const long long status = reply_integer(reply_at(*r, 0));
+  if (status == 1) {
+    out.status = Acquired::Status::granted;
+    out.fence = checked_fence(reply_integer(reply_at(*r, 1)), "fence");
+  } else if (status == 0) {
+    out.status = Acquired::Status::queued;
+    out.ticket = checked_fence(reply_integer(reply_at(*r, 1)), "ticket");
+    out.position = reply_integer(reply_at(*r, 2));
+    out.next_expiry_ms = reply_integer(reply_at(*r, 3));
+  } else if (status != -1) {
+    throw ServerError("fairlock acquire: unexpected status " + std::to_string(status));
+  }
+  return out;
+}
+
+bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
+  ReplyPtr r = server.run(Script::release, keys, {std::string(member), str(permits)});
+  return reply_integer(*r) == 1;
+}
+
+void release_all(Server& server, const std::vector<ReleaseCall>& calls) {
+  std::vector<ScriptCall> batch;
+  batch.reserve(calls.size());
+  for (const auto& c : calls) batch.push_back(ScriptCall{Script::release, c.keys, {c.member, str(c.permits)}});
+  server.run_batch(batch, Lane::commands);
+}
+
+CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
+  ReplyPtr r = server.run(Script::cancel, keys, {std::string(member), str(permits)});
+  CancelResult out;
+  switch (reply_integer(reply_at(*r, 0))) {
+    case 1: out.status = CancelResult::Status::left; break;
+    case 2:
+      out.status = CancelResult::Status::granted;
+      out.fence = checked_fence(reply_integer(reply_at(*r, 1)), "fence");
+      break;
+    default: break;
+  }
+  return out;
+}
+
+std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const std::vector<BeatName>& names) {
+  std::vector<ScriptCall> calls;
+  calls.reserve(names.size());
+  for (const auto& n : names) {
+    ScriptCall call{Script::heartbeat, n.keys, {str(n.permits), str(liveness.count())}};
+    for (const auto& e : n.entries) {
+      call.args.push_back(e.member);
+      call.args.push_back(str(e.lease.count()));
+    }
+    calls.push_back(std::move(call));
+  }
+  std::vector<ReplyPtr> replies = server.run_batch(calls, Lane::heartbeat);
+  std::vector<BeatReply> out(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const redisReply& r = *replies[i];
+    if (is_error(r)) {
+      out[i].error = std::string(reply_error(r));
+      continue;
+    }
+    for (std::size_t j = 0; j < names[i].entries.size(); ++j) {
+      const long long status = reply_integer(reply_at(r, 2 * j));
+      const long long value = reply_integer(reply_at(r, 2 * j + 1));
+      const auto s = status == 1   ? BeatResult::Status::waiting
+                     : status == 2 ? BeatResult::Status::holding
+                                   : BeatResult::Status::gone;
+      out[i].results.push_back(BeatResult{s, value});
+    }
+  }
+  return out;
+}
+
+QueueState inspect(Server& server, const Keys& keys, std::string name, std::size_t max_waiters) {
+  const std::size_t limit = std::min<std::size_t>(max_waiters, 100000);
+  ReplyPtr r = server.run(Script::inspect, keys, {std::to_string(limit)});
+  QueueState st;
+  st.name = std::move(name);
+  st.server_time_ms = reply_integer(reply_at(*r, 0));
+  st.permits = static_cast<std::uint32_t>(reply_integer(reply_at(*r, 1)));
+  st.last_fence = static_cast<std::uint64_t>(reply_integer(reply_at(*r, 2)));
+  st.holder_count = static_cast<std::size_t>(reply_integer(reply_at(*r, 3)));
+  st.waiter_count = static_cast<std::size_t>(reply_integer(reply_at(*r, 4)));
+  auto u64 = [](const redisReply& v) { return static_cast<std::uint64_t>(reply_integer(v)); };
+  auto ms = [](const redisReply& v) { return milliseconds(reply_integer(v)); };
+  const auto& h = reply_at(*r, 5);
+  for (std::size_t i = 0; i + 3 < reply_size(h); i += 4) {
+    st.holders.push_back(HolderInfo{std::string(reply_string(reply_at(h, i))), u64(reply_at(h, i + 1)),
+                                    ms(reply_at(h, i + 2)), ms(reply_at(h, i + 3))});
+  }
+  const auto& w = reply_at(*r, 6);
+  for (std::size_t i = 0; i + 3 < reply_size(w); i += 4) {
+    st.waiters.push_back(WaiterInfo{std::string(reply_string(reply_at(w, i))), i / 4, u64(reply_at(w, i + 1)),
+                                    ms(reply_at(w, i + 2)), ms(reply_at(w, i + 3))});
+  }
+  return st;
+}
+
+Evicted evict(Server& server, const Keys& keys, std::string_view member) {
+  // permits "1": used only if the name lost its stored count (evict then fills as stored).
+  ReplyPtr r = server.run(Script::evict, keys, {std::string(member), "1"});
+  switch (reply_integer(*r)) {
+    case 1: return Evicted::holder;
+    case 2: return Evicted::waiter;
+    default: return Evicted::none;
+  }
+}
+
+namespace {
+
+// "<prefix>:{<pattern>}:g" with the prefix's glob characters escaped: every
+// active name has its g key.
+std::string g_key_pattern(std::string_view prefix, std::string_view pattern) {
+  std::string match;
+  for (char c : prefix) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') match.push_back('\\');
+    match.push_back(c);
+  }
+  return match.append(":{").append(pattern).append("}:g");
+}
+
+std::vector<std::string> scan_names(Server& server, std::string_view prefix, std::string_view pattern) {
+  const std::string match = g_key_pattern(prefix, pattern);
+  const std::string head = std::string(prefix) + ":{";
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  std::string cursor = "0";
+  do {
+    ReplyPtr r = server.command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+    cursor = std::string(reply_string(reply_at(*r, 0)));
+    const auto& keys = reply_at(*r, 1);
+    for (std::size_t i = 0; i < reply_size(keys); ++i) {
+      std::string_view k = reply_string(reply_at(keys, i));
+      if (k.size() < head.size() + 3 || k.substr(0, head.size()) != head) continue;
+      std::string name(k.substr(head.size(), k.size() - head.size() - 3));
+      if (seen.insert(name).second) names.push_back(std::move(name));
+    }
+  } while (cursor != "0");
+  return names;
+}
+
+}  // namespace
+
+std::vector<NameSummary> list(Server& server, std::string_view prefix, std::string_view pattern) {
+  std::vector<NameSummary> out;
+  std::vector<Keys> keys;
+  for (auto& name : scan_names(server, prefix, pattern)) {
+    keys.emplace_back(prefix, name);
+    out.push_back(NameSummary{std::move(name), 0, 0});
+  }
+  if (out.empty()) return out;
+  std::vector<Argv> counts;
+  for (const auto& k : keys) {
+    counts.push_back({"ZCARD", k.h});
+    counts.push_back({"ZCARD", k.q});
+  }
+  auto replies = server.pipeline(counts);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].holders = static_cast<std::size_t>(reply_integer(*replies[2 * i]));
+    out[i].waiters = static_cast<std::size_t>(reply_integer(*replies[2 * i + 1]));
+  }
+  return out;
+}
+
+}  // namespace fairlock::detail

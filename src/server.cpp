@@ -1,0 +1,40 @@
+#include "server.h"
+
+namespace fairlock::detail {
+
+Server::Server(Endpoint ep, ServerOptions o, Counters& counters, spdlog::logger& log)
+    : ep_(std::move(ep)),
+      opts_(o),
+      counters_(counters),
+      commands_(ep_, o.connect_timeout, o.command_timeout, o.pool_size, counters, log),
+      heartbeat_(ep_, o.connect_timeout, o.command_timeout, 1, counters, log) {}
+
+ReplyPtr Server::run(Script s, const Keys& keys, std::vector<std::string> args) {
+  std::vector<ScriptCall> calls{ScriptCall{s, &keys, std::move(args)}};
+  ReplyPtr r = std::move(run_batch(calls, Lane::commands).front());
+  if (is_error(*r)) throw_reply_error(*r, std::string("fairlock ").append(script_name(s)));
+  return r;
+}
+
+std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane) {
+  Pool& pool = lane == Lane::heartbeat ? heartbeat_ : commands_;
+  return pool.with([&](Connection& c) {
+    return run_scripts(c, calls, opts_.command_timeout, [this] { counters_.add(&Stats::script_reloads); });
+  });
+}
+
+ReplyPtr Server::command(const Argv& argv) {
+  ReplyPtr r = commands_.with([&](Connection& c) { return c.command(argv); });
+  if (is_error(*r)) throw_reply_error(*r, argv.empty() ? "redis" : argv.front());
+  return r;
+}
+
+std::vector<ReplyPtr> Server::pipeline(const std::vector<Argv>& commands) {
+  return commands_.with([&](Connection& c) { return c.pipeline(commands); });
+}
+
+std::unique_ptr<Connection> Server::connect() const {
+  return std::make_unique<Connection>(ep_, opts_.connect_timeout, opts_.command_timeout);
+}
+
+}  // namespace fairlock::detail

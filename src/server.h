@@ -1,0 +1,55 @@
+#pragma once
+// One Redis server: its command pool, its heartbeat connection and dedicated
+// connections (the wake subscriber). Every Redis access goes through here.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "connection.h"
+#include "counters.h"
+#include "pool.h"
+#include "protocol.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace fairlock::detail {
+
+// Which connections a call uses: the heartbeat has its own, so that waits
+// that fill the command pool never delay it.
+enum class Lane { commands, heartbeat };
+
+struct ServerOptions {
+  std::chrono::milliseconds connect_timeout;
+  std::chrono::milliseconds command_timeout;
+  std::size_t pool_size;
+};
+
+class Server {
+ public:
+  Server(Endpoint ep, ServerOptions o, Counters& counters, spdlog::logger& log);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // One script call; an error reply is thrown typed (ServerError, ...).
+  ReplyPtr run(Script s, const Keys& keys, std::vector<std::string> args);
+  // Script calls in one round trip; error replies are left in place.
+  std::vector<ReplyPtr> run_batch(const std::vector<ScriptCall>& calls, Lane lane);
+  // A plain command; an error reply is thrown typed.
+  ReplyPtr command(const Argv& argv);
+  std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
+  // A connection of its own (the subscriber's).
+  std::unique_ptr<Connection> connect() const;
+  const Endpoint& endpoint() const { return ep_; }
+
+ private:
+  const Endpoint ep_;
+  const ServerOptions opts_;
+  Counters& counters_;
+  Pool commands_;
+  Pool heartbeat_;
+};
+
+}  // namespace fairlock::detail

@@ -1,0 +1,222 @@
+#include "session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "router.h"
+
+namespace fairlock::detail {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+Session::Session(milliseconds liveness, Counters& counters, spdlog::logger& log)
+    : liveness_(liveness), counters_(counters), log_(log) {}
+
+Session::~Session() { shutdown(); }
+
+void Session::start(Router& router) {
+  router_ = &router;
+  thread_ = std::thread([this] { loop(); });
+}
+
+// ---------------------------------------------------------------- registry
+
+void Session::enlist(const std::string& member, const std::shared_ptr<SessionMember>& m, milliseconds lease) {
+  const milliseconds before = heartbeat_period();
+  {
+    std::lock_guard<std::mutex> lk(reg_mu_);
+    auto [it, fresh] = registry_.try_emplace(member, Entry{m, lease.count()});
+    if (!fresh) return;
+    leases_.insert(lease.count());
+  }
+  if (heartbeat_period() < before) {  // a shorter lease: maybe beat sooner
+    std::lock_guard<std::mutex> lk(hb_mu_);
+    poke_ = true;
+    hb_cv_.notify_all();
+  }
+}
+
+void Session::delist(const std::string& member) {
+  std::lock_guard<std::mutex> lk(reg_mu_);
+  auto it = registry_.find(member);
+  if (it != registry_.end()) erase(it);
+}
+
+void Session::erase(std::map<std::string, Entry>::iterator it) {
+  leases_.erase(leases_.find(it->second.lease_ms));
+  registry_.erase(it);
+}
+
+milliseconds Session::heartbeat_period() const {
+  long long base = liveness_.count();
+  {
+    std::lock_guard<std::mutex> lk(reg_mu_);
+    if (!leases_.empty()) base = std::min(base, *leases_.begin());
+  }
+  return milliseconds(std::max(10LL, base / 3));
+}
+
+std::vector<std::shared_ptr<SessionMember>> Session::members() {
+  std::vector<std::shared_ptr<SessionMember>> out;
+  std::lock_guard<std::mutex> lk(reg_mu_);
+  out.reserve(registry_.size());
+  for (auto it = registry_.begin(); it != registry_.end();) {
+    auto next = std::next(it);
+    if (auto m = it->second.member.lock()) {
+      out.push_back(std::move(m));
+    } else {
+      erase(it);
+    }
+    it = next;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- wake signals
+
+void Session::granted(const std::string& member, std::uint64_t fence) {
+  std::shared_ptr<SessionMember> m;
+  {
+    std::lock_guard<std::mutex> lk(reg_mu_);
+    auto it = registry_.find(member);
+    if (it != registry_.end()) m = it->second.member.lock();
+  }
+  if (m) m->on_signal(member, fence);
+}
+
+void Session::recheck(const std::string* name) {
+  auto all = members();
+  if (!name) {
+    for (auto& m : all) m->kick();
+    return;
+  }
+  // Grants follow ticket order, so the grantee is our earliest waiter there.
+  std::shared_ptr<SessionMember> first;
+  std::uint64_t best = 0;
+  for (auto& m : all) {
+    if (m->name() != *name) continue;
+    auto t = m->waiting_ticket();
+    if (t && (!first || *t < best)) {
+      first = m;
+      best = *t;
+    }
+  }
+  counters_.add(&Stats::wakes_keyspace);  // before the waiter runs on
+  if (first) {
+    first->kick();
+    return;
+  }
+  // Nobody eligible (a waiter's first reply is still in flight, or all are
+  // already asking): ask every waiter there rather than drop the event.
+  for (auto& m : all) {
+    if (m->name() == *name) m->kick();
+  }
+}
+
+// ---------------------------------------------------------------- heartbeat
+
+void Session::loop() {
+  std::unique_lock<std::mutex> lk(hb_mu_);
+  auto next = steady_clock::now() + heartbeat_period();
+  while (!stopping_) {
+    bool woken = hb_cv_.wait_until(lk, next, [&] { return stopping_ || poke_; });
+    if (stopping_) break;
+    if (woken) {  // a shorter lease appeared: maybe beat sooner
+      poke_ = false;
+      next = std::min(next, steady_clock::now() + heartbeat_period());
+      continue;
+    }
+    lk.unlock();
+    beat();
+    lk.lock();
+    next = steady_clock::now() + heartbeat_period();
+  }
+}
+
+void Session::beat() {
+  std::map<Server*, std::map<std::string, Group>> by_server;
+  const auto now = steady_clock::now();
+  for (auto& m : members()) {
+    auto item = m->beat_item(now);
+    if (!item) continue;
+    Server& server = router_->for_keys(m->keys()).server;
+    by_server[&server][m->name()].items.emplace_back(m, std::move(*item));
+  }
+  for (auto& [server, groups] : by_server) beat_server(*server, groups);
+}
+
+void Session::beat_server(Server& server, std::map<std::string, Group>& groups) {
+  std::vector<BeatName> names;
+  for (auto& [name, group] : groups) {
+    const SessionMember& first = *group.items.front().first;
+    BeatName n{&first.keys(), first.permits(), {}};
+    for (auto& [m, item] : group.items) n.entries.push_back(BeatEntry{item.member, item.lease});
+    names.push_back(std::move(n));
+  }
+  const auto sent_at = steady_clock::now();
+  std::vector<BeatReply> replies;
+  try {
+    replies = heartbeat(server, liveness_, names);  // one round trip for every name here
+  } catch (const std::exception& e) {
+    log_.warn("fairlock: heartbeat failed: {}", e.what());
+    for (auto& [name, group] : groups) {
+      for (auto& [m, item] : group.items) m->on_beat_error(item, e.what());
+    }
+    return;
+  }
+  counters_.add(&Stats::heartbeats);
+  std::size_t i = 0;
+  for (auto& [name, group] : groups) {
+    const BeatReply& reply = replies[i++];
+    if (!reply.error.empty()) log_.warn("fairlock: heartbeat of {} failed: {}", name, reply.error);
+    for (std::size_t j = 0; j < group.items.size(); ++j) {
+      auto& [m, item] = group.items[j];
+      if (reply.error.empty()) {
+        m->on_beat(item, reply.results[j], sent_at);
+      } else {
+        m->on_beat_error(item, reply.error);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- shutdown
+
+void Session::release_held() {
+  std::map<Server*, std::vector<ReleaseCall>> by_server;
+  std::vector<std::shared_ptr<SessionMember>> held;  // keeps the keys alive
+  for (auto& m : members()) {
+    if (auto member = m->on_shutdown()) {
+      Server* server = router_ ? &router_->for_keys(m->keys()).server : nullptr;
+      if (!server) continue;
+      by_server[server].push_back(ReleaseCall{&m->keys(), *member, m->permits()});
+      held.push_back(m);
+    }
+  }
+  for (auto& [server, calls] : by_server) {
+    try {
+      release_all(*server, calls);
+    } catch (const std::exception& e) {
+      log_.warn("fairlock: releasing grants at shutdown failed (they expire with their leases): {}", e.what());
+    }
+  }
+}
+
+void Session::shutdown() noexcept {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lk(hb_mu_);
+    first = !stopping_;
+    stopping_ = true;
+    hb_cv_.notify_all();
+  }
+  if (first) release_held();
+  // Called from a callback on our own thread: it ends by itself once it
+  // returns; joining it here would deadlock.
+  std::lock_guard<std::mutex> lk(join_mu_);
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+}  // namespace fairlock::detail
