@@ -35,7 +35,7 @@ std::optional<std::string> Claim::begin(std::string member, bool queue, std::opt
 
 Step Claim::next(SteadyTime now, const WaitContext& ctx) {
   if (outcome_) return Step{*outcome_};
-  if (!asked_) return ask(queue_);
+  if (!asked_ && !retry_at_) return ask(queue_);
   if (auto granted = take_signal(now)) return *granted;
   if (cancelled_ || ctx.stopped) return Step{Step::Kind::cancelled};
   if (deadline_ && now >= *deadline_) return Step{Step::Kind::give_up};
@@ -44,7 +44,7 @@ Step Claim::next(SteadyTime now, const WaitContext& ctx) {
   if (kicked_ || timer || retry) {
     if (timer && !kicked_ && !retry) counters_.add(&Stats::wakes_timer);
     kicked_ = false;  // before asking: a kick that lands while we ask is kept
-    return ask(true);
+    return ask(asked_ || queue_);  // once queued, a re-ask never just tries
   }
   if (retry_at_) return Step{Step::Kind::wait, deadline_ ? std::min(*retry_at_, *deadline_) : *retry_at_};
   timer_at_ = wake_time(now, ctx);
@@ -134,13 +134,15 @@ Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
   return fx;
 }
 
-bool Claim::on_ask_failed(SteadyTime now, bool retryable) {
-  // The first reply may be lost after the script ran: the driver leaves.
-  if (!asked_ || !retryable) return false;
-  // Connection trouble: retry (after a backoff) until our entry would have
-  // expired anyway, or the deadline passes.
-  const SteadyTime alive_since = std::max(last_ok_, refreshed_at_);
-  if (now - alive_since > cfg_.liveness || (deadline_ && now >= *deadline_)) return false;
+bool Claim::on_ask_failed(SteadyTime now, Failure failure) {
+  if (failure == Failure::refused) return false;
+  if (deadline_ && now >= *deadline_) return false;
+  if (failure == Failure::unreachable) {
+    // The first reply may be lost after the script ran: the driver leaves.
+    if (!asked_) return false;
+    // Retry until our entry would have expired anyway.
+    if (now - std::max(last_ok_, refreshed_at_) > cfg_.liveness) return false;
+  }
   retry_at_ = now + backoff_;
   backoff_ = std::min(backoff_ * 2, milliseconds(500));
   return true;

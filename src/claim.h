@@ -68,8 +68,14 @@ class Claim {
   Step next(SteadyTime now, const WaitContext& ctx);
   // The acquire reply of a call sent at `sent`.
   Effects on_acquired(const Acquired& reply, SteadyTime sent);
+  // How an acquire call failed.
+  enum class Failure {
+    refused,      // an error reply: not retried
+    unreachable,  // connection trouble: the script may or may not have run
+    not_run,      // the script cache kept being flushed: it did not run
+  };
   // The acquire call failed; true if the wait retries after a backoff.
-  bool on_ask_failed(SteadyTime now, bool retryable);
+  bool on_ask_failed(SteadyTime now, Failure failure);
   void on_gave_up(const CancelResult& reply);
   void finish_cancelled();
   // Any other way out of a wait (an error): idle again.

@@ -122,7 +122,10 @@ void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& membe
     throw;
   } catch (const Error& e) {
     if (!lk.owns_lock()) lk.lock();
-    if (!claim_.on_ask_failed(steady_clock::now(), true)) throw;
+    const bool not_run = dynamic_cast<const ScriptsFlushed*>(&e) != nullptr;
+    if (!claim_.on_ask_failed(steady_clock::now(), not_run ? Claim::Failure::not_run : Claim::Failure::unreachable)) {
+      throw;
+    }
     client_->log().debug("fairlock: acquire of {} failed, retrying: {}", name_, e.what());
   }
 }

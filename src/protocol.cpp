@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <set>
 #include <stdexcept>
@@ -144,12 +145,34 @@ Argv evalsha_argv(const ScriptCall& call) {
 
 bool is_noscript(const redisReply& r) { return reply_error(r).rfind("NOSCRIPT", 0) == 0; }
 
-void load_scripts(Connection& c) {
-  std::vector<Argv> loads;
-  for (Script s : kAllScripts) loads.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
-  for (const auto& r : c.pipeline(loads)) {
-    if (is_error(*r)) throw_reply_error(*r, "SCRIPT LOAD");
+// SCRIPT LOAD of every script the calls use, then those calls, in one
+// pipeline: nothing of ours comes between a load and its call.
+std::vector<ReplyPtr> load_and_run(Connection& c, const std::vector<ScriptCall>& calls, const std::vector<Argv>& batch,
+                                   const std::vector<std::size_t>& which) {
+  std::vector<Argv> commands;
+  for (Script s : kAllScripts) {
+    for (std::size_t i : which) {
+      if (calls[i].script != s) continue;
+      commands.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
+      break;
+    }
   }
+  const std::size_t loads = commands.size();
+  for (std::size_t i : which) commands.push_back(batch[i]);
+  std::vector<ReplyPtr> replies = c.pipeline(commands);
+  for (std::size_t i = 0; i < loads; ++i) {
+    if (is_error(*replies[i])) throw_reply_error(*replies[i], "SCRIPT LOAD");
+  }
+  replies.erase(replies.begin(), replies.begin() + static_cast<std::ptrdiff_t>(loads));
+  return replies;
+}
+
+std::vector<std::size_t> noscript_replies(const std::vector<ReplyPtr>& replies) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (is_noscript(*replies[i])) out.push_back(i);
+  }
+  return out;
 }
 
 }  // namespace
@@ -161,32 +184,22 @@ std::vector<ReplyPtr> run_scripts(Connection& c, const std::vector<ScriptCall>& 
   for (const auto& call : calls) batch.push_back(evalsha_argv(call));
   std::vector<ReplyPtr> replies = c.pipeline(batch);
   const auto give_up_at = steady_clock::now() + budget;
-  milliseconds backoff(1);
-  for (;;) {
-    std::vector<std::size_t> missing;
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-      if (is_noscript(*replies[i])) missing.push_back(i);
-    }
-    if (missing.empty()) return replies;
-    // The server lost its script cache (restart, SCRIPT FLUSH, failover):
-    // load every script and re-run only the calls that failed (the others
-    // ran). It may be flushed again in between: retry within the budget.
+  milliseconds backoff(0);
+  // The server lost its script cache (restart, SCRIPT FLUSH, failover): load
+  // the scripts and re-run only the calls that failed (the others ran). It
+  // may be flushed again meanwhile: retry, with a short backoff, within the
+  // budget. A NOSCRIPT call did not run, so a retry is always safe.
+  for (auto missing = noscript_replies(replies); !missing.empty(); missing = noscript_replies(replies)) {
     if (steady_clock::now() >= give_up_at) {
-      throw ConnectionError("fairlock: the server's script cache kept being flushed (NOSCRIPT)");
+      throw ScriptsFlushed("fairlock: the server's script cache kept being flushed (NOSCRIPT)");
     }
+    std::this_thread::sleep_for(backoff);  // none before the first reload
+    backoff = std::clamp(backoff * 2, milliseconds(1), milliseconds(50));
     on_reload();
-    load_scripts(c);
-    std::vector<Argv> retry;
-    for (std::size_t i : missing) retry.push_back(batch[i]);
-    std::vector<ReplyPtr> again = c.pipeline(retry);
+    std::vector<ReplyPtr> again = load_and_run(c, calls, batch, missing);
     for (std::size_t j = 0; j < missing.size(); ++j) replies[missing[j]] = std::move(again[j]);
-    bool flushed_again = false;
-    for (std::size_t i : missing) flushed_again = flushed_again || is_noscript(*replies[i]);
-    if (flushed_again) {
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, milliseconds(50));
-    }
   }
+  return replies;
 }
 
 // ---------------------------------------------------------------- typed calls

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "connection.h"
+#include "fairlock/errors.h"
 #include "fairlock/client.h"
 #include "fairlock/options.h"
 
@@ -56,6 +57,13 @@ struct WakeMessage {
 };
 std::optional<WakeMessage> parse_wake_message(std::string_view payload);
 
+// The script cache kept being flushed for a whole budget: the calls that
+// got NOSCRIPT did not run, so they may be retried at will.
+class ScriptsFlushed : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
 // One EVALSHA of a script on a name's keys.
 struct ScriptCall {
   Script script;
@@ -65,8 +73,8 @@ struct ScriptCall {
 // Runs the calls pipelined (one round trip). On NOSCRIPT it loads every
 // script and re-runs the calls that got it, again after a short backoff
 // while the cache keeps being flushed, for at most `budget`; then throws
-// ConnectionError (retryable). `on_reload` counts each reload. Other error
-// replies are left in place for the caller.
+// ScriptsFlushed. `on_reload` counts each reload. Other error replies are
+// left in place for the caller.
 std::vector<ReplyPtr> run_scripts(Connection& c, const std::vector<ScriptCall>& calls, std::chrono::milliseconds budget,
                                   const std::function<void()>& on_reload);
 

@@ -1,0 +1,221 @@
+// The claim state machine and the session's registry on their own: no Redis,
+// no threads, no clock (every time is passed in), so nothing here can fail
+// by timing.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "claim.h"
+#include "session.h"
+
+namespace fairlock::test {
+namespace {
+
+using detail::Acquired;
+using detail::BeatResult;
+using detail::CancelResult;
+using detail::Claim;
+using detail::Effects;
+using detail::SteadyTime;
+using detail::Step;
+using namespace std::chrono_literals;
+
+const SteadyTime t0{std::chrono::hours(1)};
+const detail::WaitContext kSignals{false, true, 1000ms};
+
+Acquired queued(std::uint64_t ticket, long long position) {
+  Acquired a;
+  a.status = Acquired::Status::queued;
+  a.ticket = ticket;
+  a.position = position;
+  return a;
+}
+
+struct ClaimTest : ::testing::Test {
+  detail::Counters counters;
+  Claim claim{detail::ClaimConfig{1, 10000ms, 3000ms, true}, counters};
+  // Starts a queued wait that has its first reply (ticket 7, place 2).
+  void queue(std::optional<SteadyTime> deadline = std::nullopt) {
+    ASSERT_FALSE(claim.begin("pm:1", true, deadline, "n"));
+    ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+    claim.on_acquired(queued(7, 2), t0);
+  }
+};
+
+TEST_F(ClaimTest, FirstStepAsksThenWaitsWhenQueued) {
+  queue();
+  Step s = claim.next(t0, kSignals);
+  EXPECT_EQ(s.kind, Step::Kind::wait);
+  EXPECT_EQ(s.until, t0 + 3000ms);  // signals on: a bounded timer of one liveness
+  EXPECT_EQ(counters.snapshot().waits, 1u);
+}
+
+TEST_F(ClaimTest, ASignalForItsTicketGrantsWithoutARoundTrip) {
+  queue();
+  EXPECT_FALSE(claim.on_signal("pm:other", 7));  // not ours
+  EXPECT_TRUE(claim.on_signal("pm:1", 7));
+  EXPECT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  EXPECT_EQ(claim.fence(), 7u);
+  EXPECT_TRUE(claim.owns(t0 + 1ms));
+  EXPECT_EQ(counters.snapshot().grants, 1u);
+}
+
+TEST_F(ClaimTest, ASignalForAnotherPlaceIsIgnored) {
+  queue();
+  EXPECT_TRUE(claim.on_signal("pm:1", 5));  // an earlier ticket of this member
+  EXPECT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::wait);
+}
+
+TEST_F(ClaimTest, AStaleSignalIsCheckedWithRedis) {
+  queue();
+  EXPECT_TRUE(claim.on_signal("pm:1", 7));
+  EXPECT_EQ(claim.next(t0 + 4000ms, kSignals).kind, Step::Kind::ask);  // past liveness: ask
+}
+
+TEST_F(ClaimTest, DeadlineGivesUpAndAHandoffMeanwhileIsKept) {
+  queue(t0 + 100ms);
+  EXPECT_EQ(claim.next(t0 + 100ms, kSignals).kind, Step::Kind::give_up);
+  CancelResult handed;
+  handed.status = CancelResult::Status::granted;
+  handed.fence = 7;
+  claim.on_gave_up(handed);
+  EXPECT_EQ(claim.next(t0 + 101ms, kSignals).kind, Step::Kind::granted);
+}
+
+TEST_F(ClaimTest, DeadlineWithoutHandoffTimesOut) {
+  queue(t0 + 100ms);
+  EXPECT_EQ(claim.next(t0 + 150ms, kSignals).kind, Step::Kind::give_up);
+  claim.on_gave_up(CancelResult{});
+  EXPECT_EQ(claim.next(t0 + 151ms, kSignals).kind, Step::Kind::timed_out);
+  EXPECT_EQ(counters.snapshot().timeouts, 1u);
+  EXPECT_FALSE(claim.waiting());
+}
+
+TEST_F(ClaimTest, CancelAndShutdownEndTheWait) {
+  queue();
+  EXPECT_TRUE(claim.cancel());
+  EXPECT_EQ(claim.next(t0, kSignals).kind, Step::Kind::cancelled);
+  claim.finish_cancelled();
+  EXPECT_FALSE(claim.cancel());  // nothing waits any more
+  queue();
+  EXPECT_EQ(claim.next(t0, detail::WaitContext{true, true, 1000ms}).kind, Step::Kind::cancelled);
+}
+
+TEST_F(ClaimTest, ConnectionTroubleRetriesWithBackoffUntilTheEntryWouldExpire) {
+  queue();
+  EXPECT_TRUE(claim.kick());
+  EXPECT_EQ(claim.next(t0 + 10ms, kSignals).kind, Step::Kind::ask);
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 20ms, Claim::Failure::unreachable));
+  Step s = claim.next(t0 + 20ms, kSignals);
+  EXPECT_EQ(s.kind, Step::Kind::wait);
+  EXPECT_EQ(s.until, t0 + 40ms);  // 20 ms backoff
+  EXPECT_EQ(claim.next(t0 + 40ms, kSignals).kind, Step::Kind::ask);
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::unreachable));  // its entry has expired by now
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, Claim::Failure::refused));        // an error reply is not retried
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::not_run));       // nothing ran: always safe
+}
+
+TEST_F(ClaimTest, TheFirstAskIsNotRetried) {
+  ASSERT_FALSE(claim.begin("pm:1", true, std::nullopt, "n"));
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  EXPECT_FALSE(claim.on_ask_failed(t0, Claim::Failure::unreachable));  // the script may have run: the driver leaves
+  EXPECT_TRUE(claim.on_ask_failed(t0, Claim::Failure::not_run));       // it did not: retried
+  EXPECT_EQ(claim.next(t0 + 5ms, kSignals).kind, Step::Kind::wait);    // after a backoff
+  EXPECT_EQ(claim.next(t0 + 20ms, kSignals).kind, Step::Kind::ask);
+}
+
+TEST_F(ClaimTest, ATryThatFoundTheCacheFlushedStillOnlyTries) {
+  ASSERT_FALSE(claim.begin("pm:1", false, std::nullopt, "n"));
+  ASSERT_FALSE(claim.next(t0, kSignals).queue);
+  EXPECT_TRUE(claim.on_ask_failed(t0, Claim::Failure::not_run));
+  Step s = claim.next(t0 + 20ms, kSignals);
+  EXPECT_EQ(s.kind, Step::Kind::ask);
+  EXPECT_FALSE(s.queue);
+}
+
+TEST_F(ClaimTest, NotRunFailuresStopAtTheDeadline) {
+  ASSERT_FALSE(claim.begin("pm:1", true, t0 + 50ms, "n"));
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 10ms, Claim::Failure::not_run));
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, Claim::Failure::not_run));
+}
+
+TEST_F(ClaimTest, WithoutSignalsTheHeadPollsAndTheTimerCounts) {
+  queue();
+  claim.on_acquired(queued(7, 0), t0);
+  const detail::WaitContext polling{false, false, 1000ms};
+  Step s = claim.next(t0, polling);
+  EXPECT_EQ(s.until, t0 + 10ms);
+  EXPECT_EQ(claim.next(t0 + 10ms, polling).kind, Step::Kind::ask);
+  EXPECT_EQ(counters.snapshot().wakes_timer, 1u);
+}
+
+TEST_F(ClaimTest, HeldThenLostThenReleaseSaysSo) {
+  queue();
+  claim.on_signal("pm:1", 7);
+  ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  auto fx = claim.on_beat("pm:1", true, BeatResult{BeatResult::Status::gone, 0}, t0 + 2ms);
+  ASSERT_TRUE(fx.lost);
+  EXPECT_FALSE(claim.owns(t0 + 3ms));
+  auto plan = claim.begin_release();
+  EXPECT_EQ(plan.kind, detail::ReleasePlan::Kind::release);
+  EXPECT_FALSE(plan.lost_reason.empty());
+  EXPECT_EQ(claim.begin_release().kind, detail::ReleasePlan::Kind::not_held);
+}
+
+TEST_F(ClaimTest, ANewWaitAfterALossReleasesTheLostMember) {
+  queue();
+  claim.on_signal("pm:1", 7);
+  ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  EXPECT_THROW(claim.begin("pm:2", true, std::nullopt, "n"), std::logic_error);  // held
+  Effects fx;
+  EXPECT_FALSE(claim.beat_item(t0 + 20000ms, fx));  // the lease ran out locally
+  ASSERT_TRUE(fx.lost);
+  EXPECT_EQ(claim.begin("pm:2", true, std::nullopt, "n"), std::optional<std::string>("pm:1"));
+}
+
+TEST_F(ClaimTest, ShutdownIsItsOwnState) {
+  queue();
+  claim.on_signal("pm:1", 7);
+  ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  EXPECT_EQ(claim.on_shutdown(), std::optional<std::string>("pm:1"));
+  EXPECT_EQ(claim.begin_release().kind, detail::ReleasePlan::Kind::released_at_shutdown);
+}
+
+// A registered claim, as the session sees it.
+struct Member : detail::SessionMember {
+  detail::Keys k{"p", "n"};
+  const detail::Keys& keys() const noexcept override { return k; }
+  const std::string& name() const noexcept override {
+    static const std::string n = "n";
+    return n;
+  }
+  std::uint32_t permits() const noexcept override { return 1; }
+  std::optional<Beat> beat_item(SteadyTime) override { return std::nullopt; }
+  void on_beat(const Beat&, BeatResult, SteadyTime) override {}
+  void on_beat_error(const Beat&, const std::string&) override {}
+  bool on_signal(const std::string&, std::uint64_t) override { return false; }
+  bool kick() override { return false; }
+  std::optional<std::uint64_t> waiting_ticket() const override { return std::nullopt; }
+  std::optional<std::string> on_shutdown() override { return std::nullopt; }
+};
+
+TEST(Session, HeartbeatFollowsTheShortestLeaseInUseNow) {
+  detail::Counters counters;
+  spdlog::logger log("test", std::make_shared<spdlog::sinks::null_sink_mt>());
+  detail::Session session(3000ms, counters, log);
+  EXPECT_EQ(session.heartbeat_period(), 1000ms);  // a third of liveness
+  auto long_lease = std::make_shared<Member>(), short_lease = std::make_shared<Member>();
+  session.enlist("m-long", long_lease, 60000ms);
+  EXPECT_EQ(session.heartbeat_period(), 1000ms);
+  session.enlist("m-short", short_lease, 300ms);
+  EXPECT_EQ(session.heartbeat_period(), 100ms);
+  session.delist("m-short");
+  EXPECT_EQ(session.heartbeat_period(), 1000ms);  // back up once the short lease is gone
+  short_lease.reset();
+  session.enlist("m-short2", std::make_shared<Member>(), 30ms);  // destroyed at once: swept later
+  EXPECT_EQ(session.heartbeat_period(), 10ms);
+}
+
+}  // namespace
+}  // namespace fairlock::test
