@@ -3,8 +3,8 @@
 #include <fairlock/fairlock.h>
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/logger.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -119,7 +119,8 @@ int worker_main(int argc, char** argv) {
     o.liveness_ttl = std::chrono::milliseconds(a.liveness_ms);
     if (a.pool_size > 0) o.pool_size = static_cast<std::size_t>(a.pool_size);
     if (std::getenv("FAIRLOCK_BENCH_LOG")) {  // debugging: the library's log on stderr
-      o.logger = spdlog::stderr_color_mt("fairlock");
+      // Unregistered: the library's rule is never to use spdlog's registry.
+      o.logger = std::make_shared<spdlog::logger>("fairlock", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
       o.logger->set_level(spdlog::level::debug);
     }
     client = std::make_unique<fairlock::Client>(o);
