@@ -3,8 +3,8 @@
 #include <fairlock/fairlock.h>
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/logger.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -96,175 +96,226 @@ void spin_for_us(int us) {
   }
 }
 
+// The participants of one worker process: `threads` threads, each taking
+// and releasing the lock in a loop from "go" until "stop", recording every
+// request.
+class Participants {
+ public:
+  explicit Participants(const Args& a)
+      : a_(a), recs_(static_cast<std::size_t>(a.threads)), rts_(static_cast<std::size_t>(a.threads), 0) {
+    if (a.system == "fair") connect_fair();
+    else if (a.system == "unfair" || a.system == "zset") connect_baseline();
+    else throw std::runtime_error("worker: unknown system " + a.system);
+  }
+  ~Participants() { sems_.clear(); }  // before the client
+  Participants(const Participants&) = delete;
+  Participants& operator=(const Participants&) = delete;
+
+  void print_ready() const {
+    std::printf("ready %s %s\n", tot_.notify.c_str(), client_ ? client_->id().c_str() : "-");
+    std::fflush(stdout);
+  }
+  // Runs every thread from go_ns to stop_ns; false if one is still stuck
+  // in lock() 20 s after the stop (its thread is then not joined).
+  bool run(std::int64_t go_ns, std::int64_t stop_ns) {
+    for (int t = 0; t < a_.threads; ++t) threads_.emplace_back([this, t, go_ns, stop_ns] { body(t, go_ns, stop_ns); });
+    sleep_until_ns(stop_ns);
+    stop_.store(true);
+    // Waiters blocked in lock() are cancelled (bounded: 20 s at most).
+    const std::int64_t give_up = now_ns() + 20LL * 1000000000;
+    while (finished_.load() < a_.threads && now_ns() < give_up) {
+      for (auto& s : sems_) s->cancel();
+      sleep_ns(20 * 1000000LL);
+    }
+    if (finished_.load() < a_.threads) return false;
+    for (auto& th : threads_) th.join();
+    return true;
+  }
+  void write_records() {
+    std::ofstream f(a_.out);
+    for (const auto& v : recs_) {
+      for (const auto& r : v) {
+        f << r.part << ' ' << r.wait << ' ' << r.grant << ' ' << r.rel_start << ' ' << r.rel_end << ' ' << r.fence
+          << ' ' << r.wait_rt_us << '\n';
+      }
+    }
+    if (!f) note_error("cannot write " + a_.out);
+  }
+  void print_done();
+
+ private:
+  // One thread's state.
+  struct Slot {
+    int t = 0, part = 0;
+    int first_sleep_ms = 0;  // the sorted-set queue's first poll
+    RtCounter rt;
+    long long counter = 0;
+  };
+  void connect_fair();
+  void connect_baseline();
+  void body(int t, std::int64_t go_ns, std::int64_t stop_ns);
+  bool request(Slot& s, const StopFn& stopped);
+  bool acquire(Slot& s, const StopFn& stopped, std::string& token);
+  void note_error(const std::string& what) {
+    errors_.fetch_add(1);
+    std::lock_guard<std::mutex> lk(err_mu_);
+    if (tot_.first_error.empty()) tot_.first_error = what;
+  }
+  const Args a_;
+  const std::string host_ = "127.0.0.1";
+  std::unique_ptr<fairlock::Client> client_;
+  std::vector<std::unique_ptr<fairlock::FairSemaphore>> sems_;
+  std::vector<std::unique_ptr<Redis>> conns_;
+  std::string unlock_sha_;
+  WorkerTotals tot_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> finished_{0};
+  std::mutex err_mu_;
+  std::vector<std::vector<Rec>> recs_;
+  std::vector<long long> rts_;
+  std::atomic<long long> errors_{0};
+  std::vector<std::thread> threads_;
+};
+
+void Participants::connect_fair() {
+  fairlock::Options o;
+  o.url = "redis://" + host_ + ":" + std::to_string(a_.port);
+  o.notify = a_.notify == "keyspace" ? fairlock::Notify::keyspace
+             : a_.notify == "poll"   ? fairlock::Notify::poll
+                                     : fairlock::Notify::publish;
+  o.liveness_ttl = std::chrono::milliseconds(a_.liveness_ms);
+  if (a_.pool_size > 0) o.pool_size = static_cast<std::size_t>(a_.pool_size);
+  if (std::getenv("FAIRLOCK_BENCH_LOG")) {  // debugging: the library's log on stderr
+    // Unregistered: the library's rule is never to use spdlog's registry.
+    o.logger = std::make_shared<spdlog::logger>("fairlock", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    o.logger->set_level(spdlog::level::debug);
+  }
+  client_ = std::make_unique<fairlock::Client>(o);
+  for (int t = 0; t < a_.threads; ++t) {
+    sems_.push_back(
+        std::make_unique<fairlock::FairSemaphore>(*client_, a_.name, static_cast<std::uint32_t>(a_.permits)));
+  }
+  tot_.notify = mode_name(client_->notify_mode());
+}
+
+void Participants::connect_baseline() {
+  for (int t = 0; t < a_.threads; ++t) conns_.push_back(std::make_unique<Redis>(host_, a_.port, 5000));
+  unlock_sha_ = load_unlock_script(*conns_[0]);
+  tot_.notify = "-";
+}
+
+void Participants::body(int t, std::int64_t go_ns, std::int64_t stop_ns) {
+  recs_[static_cast<std::size_t>(t)].reserve(1 << 14);
+  Slot s;
+  s.t = t;
+  s.part = a_.proc * 1000 + t;
+  sleep_until_ns(go_ns);
+  // Real pollers are not phase-locked: each zset participant's first sleep
+  // is a random part of the 500 ms period (the synchronized start would
+  // otherwise align every poll); it still joins the queue at once.
+  std::uint64_t x = static_cast<std::uint64_t>(now_ns()) ^ (static_cast<std::uint64_t>(s.part) * 0x9e3779b97f4a7c15ULL);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  s.first_sleep_ms = static_cast<int>(x % 500);
+  s.rt.until_ns = stop_ns;
+  StopFn stopped = [this] { return stop_.load(std::memory_order_relaxed); };
+  try {
+    while (!stop_.load(std::memory_order_relaxed) && request(s, stopped)) {
+    }
+  } catch (const std::exception& e) {
+    note_error(e.what());
+  }
+  rts_[static_cast<std::size_t>(t)] = s.rt.n;
+  finished_.fetch_add(1);
+}
+
+// One lock request and its release, recorded; false if it was not granted.
+bool Participants::request(Slot& s, const StopFn& stopped) {
+  const auto t = static_cast<std::size_t>(s.t);
+  Rec r;
+  r.part = s.part;
+  r.wait = now_ns();
+  r.wait_rt_us = wall_us();
+  std::string token;
+  if (!acquire(s, stopped, token)) {
+    recs_[t].push_back(r);
+    return false;
+  }
+  r.grant = now_ns();
+  if (a_.system == "fair") r.fence = sems_[t]->fence();
+  spin_for_us(a_.hold_us);
+  r.rel_start = now_ns();
+  if (a_.system == "fair") {
+    sems_[t]->unlock();
+  } else {
+    unfair_unlock(*conns_[t], unlock_sha_, a_.system == "unfair" ? a_.name + ":unfair" : a_.name + ":zlock", token,
+                  s.rt);
+  }
+  r.rel_end = now_ns();
+  recs_[t].push_back(r);
+  return true;
+}
+
+bool Participants::acquire(Slot& s, const StopFn& stopped, std::string& token) {
+  const auto t = static_cast<std::size_t>(s.t);
+  if (a_.system == "fair") {
+    try {
+      sems_[t]->lock();
+      return true;
+    } catch (const fairlock::Cancelled&) {
+      return false;
+    }
+  }
+  token = std::to_string(a_.proc) + "-" + std::to_string(s.t) + "-" + std::to_string(++s.counter);
+  Redis& c = *conns_[t];
+  const bool got = a_.system == "unfair"
+                       ? unfair_lock(c, a_.name + ":unfair", token, stopped, s.rt)
+                       : zset_lock(c, a_.name + ":zq", a_.name + ":zlock", token, stopped, s.rt, s.first_sleep_ms);
+  s.first_sleep_ms = 500;
+  return got;
+}
+
+void Participants::print_done() {
+  for (long long n : rts_) tot_.rt += n;
+  tot_.errors = errors_.load();
+  if (client_) {
+    auto st = client_->stats();
+    tot_.heartbeats = static_cast<long long>(st.heartbeats);
+    tot_.wakes_signal = static_cast<long long>(st.wakes_signal);
+    tot_.wakes_keyspace = static_cast<long long>(st.wakes_keyspace);
+    tot_.wakes_timer = static_cast<long long>(st.wakes_timer);
+    tot_.wakes_heartbeat = static_cast<long long>(st.wakes_heartbeat);
+  }
+  std::string err = tot_.first_error;
+  for (auto& c : err) {
+    if (c == '\n' || c == ' ') c = '_';
+  }
+  std::printf("done rt=%lld errors=%lld hb=%lld sig=%lld ks=%lld timer=%lld hbw=%lld err=%s\n", tot_.rt, tot_.errors,
+              tot_.heartbeats, tot_.wakes_signal, tot_.wakes_keyspace, tot_.wakes_timer, tot_.wakes_heartbeat,
+              err.empty() ? "-" : err.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int worker_main(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the driver
   Args a = parse(argc, argv);
   ::alarm(static_cast<unsigned>(a.max_s));  // hard bound on this process's life
-  const std::string host = "127.0.0.1";
-
-  std::unique_ptr<fairlock::Client> client;
-  std::vector<std::unique_ptr<fairlock::FairSemaphore>> sems;
-  std::vector<std::unique_ptr<Redis>> conns;
-  std::string unlock_sha;
-  WorkerTotals tot;
-
-  if (a.system == "fair") {
-    fairlock::Options o;
-    o.url = "redis://" + host + ":" + std::to_string(a.port);
-    o.notify = a.notify == "keyspace" ? fairlock::Notify::keyspace
-               : a.notify == "poll"   ? fairlock::Notify::poll
-                                      : fairlock::Notify::publish;
-    o.liveness_ttl = std::chrono::milliseconds(a.liveness_ms);
-    if (a.pool_size > 0) o.pool_size = static_cast<std::size_t>(a.pool_size);
-    if (std::getenv("FAIRLOCK_BENCH_LOG")) {  // debugging: the library's log on stderr
-      o.logger = spdlog::stderr_color_mt("fairlock");
-      o.logger->set_level(spdlog::level::debug);
-    }
-    client = std::make_unique<fairlock::Client>(o);
-    for (int t = 0; t < a.threads; ++t) {
-      sems.push_back(std::make_unique<fairlock::FairSemaphore>(*client, a.name, static_cast<std::uint32_t>(a.permits)));
-    }
-    tot.notify = mode_name(client->notify_mode());
-  } else if (a.system == "unfair" || a.system == "zset") {
-    for (int t = 0; t < a.threads; ++t) conns.push_back(std::make_unique<Redis>(host, a.port, 5000));
-    unlock_sha = load_unlock_script(*conns[0]);
-    tot.notify = "-";
-  } else {
-    throw std::runtime_error("worker: unknown system " + a.system);
-  }
-  std::printf("ready %s %s\n", tot.notify.c_str(), client ? client->id().c_str() : "-");
-  std::fflush(stdout);
-
+  Participants p(a);
+  p.print_ready();
   std::string go;
   if (!read_line(go, 60000)) return 3;
   long long go_ns = 0, stop_ns = 0;
   if (std::sscanf(go.c_str(), "go %lld %lld", &go_ns, &stop_ns) != 2) return 3;
-
-  std::atomic<bool> stop{false};
-  std::atomic<int> finished{0};
-  std::mutex err_mu;
-  std::vector<std::vector<Rec>> recs(static_cast<std::size_t>(a.threads));
-  std::vector<long long> rts(static_cast<std::size_t>(a.threads), 0);
-  std::atomic<long long> errors{0};
-  auto note_error = [&](const std::string& what) {
-    errors.fetch_add(1);
-    std::lock_guard<std::mutex> lk(err_mu);
-    if (tot.first_error.empty()) tot.first_error = what;
-  };
-
-  auto body = [&](int t) {
-    auto& out = recs[static_cast<std::size_t>(t)];
-    out.reserve(1 << 14);
-    const int part = a.proc * 1000 + t;
-    sleep_until_ns(go_ns);
-    // Real pollers are not phase-locked: each zset participant's first sleep
-    // is a random part of the 500 ms period (the synchronized start would
-    // otherwise align every poll); it still joins the queue at once.
-    std::uint64_t x = static_cast<std::uint64_t>(now_ns()) ^ (static_cast<std::uint64_t>(part) * 0x9e3779b97f4a7c15ULL);
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    int first_sleep_ms = static_cast<int>(x % 500);
-    RtCounter rt;
-    rt.until_ns = stop_ns;
-    StopFn stopped = [&] { return stop.load(std::memory_order_relaxed); };
-    long long counter = 0;
-    try {
-      while (!stop.load(std::memory_order_relaxed)) {
-        Rec r;
-        r.part = part;
-        r.wait = now_ns();
-        r.wait_rt_us = wall_us();
-        bool got = false;
-        std::string token;
-        if (a.system == "fair") {
-          try {
-            sems[static_cast<std::size_t>(t)]->lock();
-            got = true;
-          } catch (const fairlock::Cancelled&) {
-            got = false;
-          }
-        } else {
-          token = std::to_string(a.proc) + "-" + std::to_string(t) + "-" + std::to_string(++counter);
-          Redis& c = *conns[static_cast<std::size_t>(t)];
-          got = a.system == "unfair"
-                    ? unfair_lock(c, a.name + ":unfair", token, stopped, rt)
-                    : zset_lock(c, a.name + ":zq", a.name + ":zlock", token, stopped, rt, first_sleep_ms);
-          first_sleep_ms = 500;
-        }
-        if (!got) {
-          out.push_back(r);
-          break;
-        }
-        r.grant = now_ns();
-        if (a.system == "fair") r.fence = sems[static_cast<std::size_t>(t)]->fence();
-        spin_for_us(a.hold_us);
-        r.rel_start = now_ns();
-        if (a.system == "fair") {
-          sems[static_cast<std::size_t>(t)]->unlock();
-        } else {
-          Redis& c = *conns[static_cast<std::size_t>(t)];
-          unfair_unlock(c, unlock_sha, a.system == "unfair" ? a.name + ":unfair" : a.name + ":zlock", token, rt);
-        }
-        r.rel_end = now_ns();
-        out.push_back(r);
-      }
-    } catch (const std::exception& e) {
-      note_error(e.what());
-    }
-    rts[static_cast<std::size_t>(t)] = rt.n;
-    finished.fetch_add(1);
-  };
-
-  std::vector<std::thread> threads;
-  for (int t = 0; t < a.threads; ++t) threads.emplace_back(body, t);
-  sleep_until_ns(stop_ns);
-  stop.store(true);
-  // Waiters blocked in lock() are cancelled (bounded: 20 s at most).
-  const std::int64_t give_up = now_ns() + 20LL * 1000000000;
-  while (finished.load() < a.threads && now_ns() < give_up) {
-    for (auto& s : sems) s->cancel();
-    sleep_ns(20 * 1000000LL);
-  }
-  if (finished.load() < a.threads) {
+  if (!p.run(go_ns, stop_ns)) {
     std::printf("done stuck=1\n");
     std::fflush(stdout);
     ::_exit(4);
   }
-  for (auto& th : threads) th.join();
-
-  {
-    std::ofstream f(a.out);
-    for (const auto& v : recs) {
-      for (const auto& r : v) {
-        f << r.part << ' ' << r.wait << ' ' << r.grant << ' ' << r.rel_start << ' ' << r.rel_end << ' ' << r.fence
-          << ' ' << r.wait_rt_us << '\n';
-      }
-    }
-    if (!f) note_error("cannot write " + a.out);
-  }
-  for (long long n : rts) tot.rt += n;
-  tot.errors = errors.load();
-  if (client) {
-    auto s = client->stats();
-    tot.heartbeats = static_cast<long long>(s.heartbeats);
-    tot.wakes_signal = static_cast<long long>(s.wakes_signal);
-    tot.wakes_keyspace = static_cast<long long>(s.wakes_keyspace);
-    tot.wakes_timer = static_cast<long long>(s.wakes_timer);
-    tot.wakes_heartbeat = static_cast<long long>(s.wakes_heartbeat);
-  }
-  std::string err = tot.first_error;
-  for (auto& c : err) {
-    if (c == '\n' || c == ' ') c = '_';
-  }
-  std::printf("done rt=%lld errors=%lld hb=%lld sig=%lld ks=%lld timer=%lld hbw=%lld err=%s\n", tot.rt, tot.errors,
-              tot.heartbeats, tot.wakes_signal, tot.wakes_keyspace, tot.wakes_timer, tot.wakes_heartbeat,
-              err.empty() ? "-" : err.c_str());
-  std::fflush(stdout);
-  sems.clear();
-  client.reset();
+  p.write_records();
+  p.print_done();
   return 0;
 }
 

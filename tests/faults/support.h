@@ -4,19 +4,15 @@
 //         instance that is never faulted), used for grant records and as the
 //         common clock (Redis TIME; on one host it is the same clock the lock
 //         server uses for its deadlines);
-//   Proc  a child process with stdin/stdout pipes, killable, with bounded waits.
-#include <signal.h>
-#include <sys/types.h>
-
-#include <chrono>
+//   Proc  a child process with stdin/stdout pipes, killable, with bounded waits
+//         (the repository's one child-process helper, tests/support/child_process.h).
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "line_reader.h"
+#include "support/child_process.h"
 
 struct redisContext;
 struct redisReply;
@@ -64,31 +60,7 @@ class SharedRec {
   Rec rec_;
 };
 
-class Proc {
- public:
-  Proc(const std::string& path, const std::vector<std::string>& args);
-  ~Proc();  // SIGKILLs and reaps the child if it still runs
-  Proc(const Proc&) = delete;
-  Proc& operator=(const Proc&) = delete;
-
-  // One line of stdout, or nullopt if none came within `limit` (or EOF).
-  std::optional<std::string> line(std::chrono::milliseconds limit = std::chrono::milliseconds(30000));
-  // Waits for a line starting with `prefix`, skipping others; nullopt on timeout.
-  std::optional<std::string> expect(const std::string& prefix,
-                                    std::chrono::milliseconds limit = std::chrono::milliseconds(30000));
-  void send(const std::string& line);  // writes line + '\n' to stdin
-  void kill(int sig = SIGKILL);
-  // Waits for exit at most `limit`; the exit code (128+signal if signalled),
-  // or nullopt if it is still running.
-  std::optional<int> wait_for(std::chrono::milliseconds limit);
-  bool running() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  test::LineReader out_;
-  int in_ = -1;
-};
+using Proc = test::Process;  // stdin and stdout piped
 
 // Splits on single spaces.
 std::vector<std::string> split(const std::string& s, char sep = ' ');

@@ -1,0 +1,196 @@
+// A. Uncontended: one client, acquire+release pairs, sequential, against a
+// PING, the unfair lock and the sorted-set queue in interleaved blocks.
+#include <fairlock/fairlock.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "scenarios.h"
+#include "systems.h"
+
+namespace fbench {
+namespace {
+
+enum Op : std::size_t { kPing, kFair, kScripts, kUnfair, kZset };
+
+struct Sys {
+  Sys(std::string k, std::string l) : key(std::move(k)), label(std::move(l)) {}
+  std::string key, label;
+  std::vector<double> all_us, block_med, ratios;
+  long long ops = 0, cmds = 0, top = 0, client_rt = 0, script_usec = 0;
+  double cpu_us = 0;
+};
+
+// The five systems, each doing one acquire+release (or one PING).
+class Systems {
+ public:
+  explicit Systems(Env& e)
+      : e_(e),
+        client_(options(e)),
+        lock_(client_, "bench:A:fair"),
+        conn_(e.host, e.port),
+        sha_(load_unlock_script(conn_)),
+        raw_("fairlock", "bench:A:raw") {}
+  // One operation of system `i`; its wall time in µs.
+  double one(std::size_t i, Sys& s) {
+    std::int64_t t0 = now_ns();
+    RtCounter rt;
+    switch (i) {
+      case kPing: {
+        Reply r = e_.pinger->cmd({"PING"});
+        rt.hit();
+        break;
+      }
+      case kFair:
+        lock_.lock();
+        lock_.unlock();
+        break;
+      case kScripts: scripts(rt); break;
+      case kUnfair: unfair(rt); break;
+      default: zset(rt); break;
+    }
+    s.client_rt += rt.n;
+    return static_cast<double>(now_ns() - t0) / 1e3;
+  }
+
+ private:
+  static fairlock::Options options(const Env& e) {
+    fairlock::Options o;
+    o.url = e.url();
+    return o;
+  }
+  void scripts(RtCounter& rt) {
+    std::string m = fake_member('n', 0xa11ceULL, ++member_n_);
+    Reply a = conn_.cmd(raw_acquire_argv(raw_, m, 1, 10000, 5000, 'q'));
+    if (a->type != REDIS_REPLY_ARRAY || reply_int(a->element[0]) != 1) {
+      throw std::runtime_error("raw acquire: " + reply_text(a.get()));
+    }
+    Reply r = conn_.cmd(raw_release_argv(raw_, m, 1));
+    if (reply_int(r.get()) != 1) throw std::runtime_error("raw release: " + reply_text(r.get()));
+    rt.n += 2;
+  }
+  void unfair(RtCounter& rt) {
+    std::string tok = "a" + std::to_string(++member_n_);
+    const std::int64_t give_up = now_ns() + 10000 * kMs;  // uncontended: never reached
+    if (!unfair_lock(
+            conn_, "bench:A:unfair", tok, [&] { return now_ns() > give_up; }, rt)) {
+      throw std::runtime_error("unfair lock not granted within 10 s");
+    }
+    unfair_unlock(conn_, sha_, "bench:A:unfair", tok, rt);
+  }
+  void zset(RtCounter& rt) {
+    std::string tok = "z" + std::to_string(++member_n_);
+    const std::int64_t give_up = now_ns() + 10000 * kMs;
+    if (!zset_lock(
+            conn_, "bench:A:zq", "bench:A:zlock", tok, [&] { return now_ns() > give_up; }, rt)) {
+      throw std::runtime_error("sorted-set queue lock not granted within 10 s");
+    }
+    zset_unlock(conn_, sha_, "bench:A:zlock", tok, rt);
+  }
+  Env& e_;
+  fairlock::Client client_;
+  fairlock::FairLock lock_;
+  Redis conn_;
+  std::string sha_;
+  RawKeys raw_;
+  std::uint64_t member_n_ = 0;
+};
+
+// `count` operations of system `i`, with the server's counters around them;
+// the block's median.
+double run_block(Env& e, Systems& systems, Sys& s, std::size_t i, int count) {
+  ServerSnap s0 = snapshot(*e.admin);
+  std::vector<double> v;
+  v.reserve(static_cast<std::size_t>(count));
+  for (int j = 0; j < count; ++j) v.push_back(systems.one(i, s));
+  ServerDelta d = delta(s0, snapshot(*e.admin));
+  s.ops += count;
+  s.cmds += d.commands;
+  s.top += d.top_level;
+  s.cpu_us += d.cpu_us;
+  s.script_usec += d.evalsha_usec;
+  const double med = median(v);
+  s.block_med.push_back(med);
+  s.all_us.insert(s.all_us.end(), v.begin(), v.end());
+  return med;
+}
+
+// One system's row, JSON and chart line.
+void report_system(Env& e, Json& ja, const Sys& s, std::size_t i, double rtt, std::string& dat) {
+  const double ratio = median(s.ratios);
+  const double p50 = median(s.all_us), p99 = quantile(s.all_us, 0.99);
+  const auto ops = static_cast<double>(s.ops);
+  const double rt_per =
+      (i == kFair || i == kScripts) ? static_cast<double>(s.top) / ops : static_cast<double>(s.client_rt) / ops;
+  Json j = Json::object();
+  j["label"] = s.label;
+  j["median_us"] = p50;
+  j["p99_us"] = p99;
+  j["ratio_to_rtt_paired_median"] = ratio;
+  j["ratio_p99_to_rtt"] = p99 / rtt;
+  Json block_ratios = Json::array();
+  for (double r : s.ratios) block_ratios.push(r);
+  j["block_ratios"] = block_ratios;
+  j["round_trips_per_op"] = rt_per;
+  j["commands_per_op"] = static_cast<double>(s.cmds) / ops;
+  j["redis_cpu_us_per_op"] = s.cpu_us / ops;
+  j["script_us_per_op"] = static_cast<double>(s.script_usec) / ops;
+  ja[s.key] = j;
+  e.report.md(fmt("| %s | %.0f µs | %.0f µs | %.2f | %.1f | %.1f | %.1f | %.1f |\n", s.label.c_str(), p50, p99, ratio,
+                  rt_per, static_cast<double>(s.cmds) / ops, s.cpu_us / ops, static_cast<double>(s.script_usec) / ops));
+  if (i > kPing) dat += fmt("\"%s\" %.4f\n", s.key == "fairlock_scripts" ? "scripts" : s.key.c_str(), ratio);
+}
+
+void report_A(Env& e, const std::vector<Sys>& sys, int blocks, int n) {
+  const double rtt = median(sys[kPing].block_med);
+  Json ja = Json::object();
+  ja["blocks"] = blocks;
+  ja["pairs_per_block"] = n;
+  ja["rtt_us"] = rtt;
+  e.report.section("A. Uncontended acquire+release (one client, sequential)",
+                   fmt("Median PING RTT %.0f µs. Ratios are medians over %d interleaved blocks of (block median / "
+                       "PING median of the same block).\n\n",
+                       rtt, blocks));
+  e.report.table(
+      {"system", "median", "p99", "× RTT (paired)", "round trips", "Redis cmds", "Redis CPU µs", "script time µs"},
+      "lrrrrrrr");
+  std::string dat;
+  for (std::size_t i = 0; i < sys.size(); ++i) report_system(e, ja, sys[i], i, rtt, dat);
+  e.report.chart("a.dat", dat);
+  e.report.out["A_uncontended"] = ja;
+  const double fr = median(sys[kFair].ratios), sr = median(sys[kScripts].ratios), ur = median(sys[kUnfair].ratios);
+  e.report.target("A", "uncontended acquire+release ≤ 2.3 × RTT", fmt("%.2f × RTT", fr), fr <= 2.3,
+                  fr <= 2.3 ? ""
+                            : fmt("two round trips, plus the scripts' own Redis time: raw EVALSHA of the same "
+                                  "scripts (no C++ client) is %.2f × RTT, the unfair lock %.2f ×; %.0f Redis "
+                                  "commands per pair against 4",
+                                  sr, ur, static_cast<double>(sys[kFair].cmds) / static_cast<double>(sys[kFair].ops)));
+  say(fmt("  fairlock %.2f x RTT, scripts only %.2f, unfair %.2f, zset %.2f (RTT %.0f us)\n", fr, sr, ur,
+          median(sys[kZset].ratios), rtt));
+}
+
+}  // namespace
+
+void scenario_A(Env& e) {
+  say("\n== A. Uncontended: one client, acquire+release pairs, sequential\n");
+  flushall(e);
+  const int blocks = e.smoke ? 3 : 15;
+  const int n = e.smoke ? 50 : 200;
+  Systems systems(e);
+  std::vector<Sys> sys = {{"ping", "PING (the RTT unit)"},
+                          {"fairlock", "fairlock FairLock lock()+unlock()"},
+                          {"fairlock_scripts", "fairlock scripts only (raw EVALSHA acquire+release)"},
+                          {"unfair", "unfair SET NX PX + Lua DEL"},
+                          {"zset", "sorted-set polling queue"}};
+  for (int b = 0; b < blocks; ++b) {
+    std::vector<double> med(sys.size(), NAN);
+    for (std::size_t k = 0; k < sys.size(); ++k) {
+      std::size_t i = (k + static_cast<std::size_t>(b)) % sys.size();  // rotate the order every block
+      med[i] = run_block(e, systems, sys[i], i, i == kZset ? n / 2 : n);
+    }
+    for (std::size_t i = 0; i < sys.size(); ++i) sys[i].ratios.push_back(med[i] / med[kPing]);
+  }
+  report_A(e, sys, blocks, n);
+}
+
+}  // namespace fbench
