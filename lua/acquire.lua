@@ -2,7 +2,7 @@
 --
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
 -- ARGV: 1 member        "<m><cid>:<token>"
---       2 permits       integer >= 1; must match the name's stored permits
+--       2 permits       1 .. 1000000; must match the name's stored permits
 --       3 lease_ms      lease of a grant made in this call (1 .. 2^31-1)
 --       4 liveness_ms   waiter liveness if queued (1 .. 2^31-1)
 --       5 mode          "q": queue if not granted now; "t": try, never
@@ -13,9 +13,10 @@
 --                                 deadline becomes now + lease_ms)
 --   {0, ticket, position, next}   queued; position is 0-based among waiters;
 --                                 next = ms until the earliest holder deadline
---                                 (-1 if none). The deadline becomes now +
---                                 liveness_ms.
---   {-1}                          mode "t" and no permit free (nothing stored)
+--                                 (0 .. 2^31-1; -1 if no holder). The deadline
+--                                 becomes now + liveness_ms.
+--   {-1}                          mode "t" and no permit free, or others
+--                                 queued (no barging); nothing stored
 -- Errors: "FLBADARG <text>", "FLPERMITS <stored permits>"
 local member, err = member_arg(1)
 if not member then return err end
@@ -41,7 +42,7 @@ if redis.call('EXISTS', G) == 0 and redis.call('ZCARD', H) == 0 and redis.call('
   return {1, t}
 end
 prune(now)
-cleanup()  -- a name left with only expired entries is idle again
+cleanup(now, nil)  -- idle check only: a name left with only expired entries is idle again
 local stored = redis.call('HGET', G, 'permits')
 if stored and not valid_permits(stored) then
   redis.call('HSET', G, 'permits', permits)  -- garbage (tampered): repair
@@ -67,8 +68,7 @@ end
 
 local ticket = live_score(W, member, now) and tonumber(redis.call('ZSCORE', Q, member))
 if ticket and not valid_fence(ticket) then  -- corrupt (tampered): queue again below
-  redis.call('ZREM', Q, member)
-  redis.call('ZREM', W, member)
+  drop_waiter(member)
   ticket = nil
 end
 if ticket then

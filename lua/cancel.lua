@@ -2,17 +2,19 @@
 --
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
 -- ARGV: 1 member    "<m><cid>:<token>"
---       2 permits   integer >= 1 (used only if the name lost its stored value)
--- Returns: {1}        the waiter was removed from the queue
+--       2 permits   1 .. 1000000; caps the fill (see stored_permits in lib.lua)
+-- Returns: {1}        the member was in the queue (even past its liveness
+--                     deadline) and was removed from it
 --          {2, fence} the member already holds a grant (handed off while it
 --                     was giving up); it keeps it until it releases it
---          {0}        the member was neither waiting nor holding
+--          {0}        the member was neither waiting nor a live holder
 -- Errors: "FLBADARG <text>"
 local member, permits, err = member_and_permits()
 if not member then return err end
 
 local now = now_ms()
 local result
+-- Not drop_waiter: w is touched only if q held the member (one command less).
 if redis.call('ZREM', Q, member) == 1 then
   redis.call('ZREM', W, member)
   result = {1}

@@ -3,14 +3,17 @@
 --
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
 -- ARGV: 1 member    "<m><cid>:<token>" as shown by inspect
---       2 permits   integer >= 1 (used only if the name lost its stored value)
+--       2 permits   1 .. 1000000 (used only if no valid count is stored)
 -- Returns: 1 a holder was removed; 2 a waiter was removed; 0 not found
+--          (whatever the entry's deadline)
 -- Errors: "FLBADARG <text>"
 local member, permits, err = member_and_permits()
 if not member then return err end
 
 local now = now_ms()
 local result = 0
+-- Not drop_holder/drop_waiter: the second key is touched only if the
+-- first one held the member (no extra command for a miss).
 if redis.call('ZREM', H, member) == 1 then
   redis.call('HDEL', G, member)
   result = 1

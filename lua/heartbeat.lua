@@ -2,16 +2,19 @@
 -- one call, and tell the process what became of each of them.
 --
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
--- ARGV: 1 permits       integer >= 1 (used only if the name lost its value)
---       2 liveness_ms   new waiter deadline = now + liveness_ms
---       3.. pairs       member, lease_ms: a waiting member gets its liveness
+-- ARGV: 1 permits       1 .. 1000000; caps the fill (see stored_permits in lib.lua)
+--       2 liveness_ms   1 .. 2^31-1; new waiter deadline = now + liveness_ms
+--       3.. pairs       member, lease_ms (1 .. 2^31-1), zero or more pairs:
+--                       a waiting member gets its liveness
 --                       deadline refreshed; a holding member gets its
 --                       deadline set to now + lease_ms (this is also how a
 --                       handed-off grant becomes a full lease)
 -- Returns: a flat array, two entries per pair, in order:
 --   1, position   still waiting, 0-based position among waiters
 --   2, fence      holds a grant with this fence (deadline renewed)
---   0, 0          gone: neither waiting nor holding (expired or evicted)
+--   0, 0          gone: neither waiting nor holding (expired or evicted);
+--                 an expired entry still there is removed, and so is a
+--                 w entry without its q entry
 -- Errors: "FLBADARG <text>"
 local permits, err = int_arg(1, 1, 1000000, 'permits')
 if not permits then return err end

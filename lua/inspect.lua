@@ -6,10 +6,13 @@
 --           holders, waiters}
 --   permits      the stored permit count, or 0 when the name is idle
 --   last_ticket  the fence counter (0 if never used)
---   holders      flat array, 4 per holder, earliest deadline first:
---                member, fence, held_ms, lease_left_ms
+--   holder_count ZCARD h, waiter_count ZCARD q (expired entries included)
+--   holders      flat array, 4 per holder (all of them), earliest deadline
+--                first: member, fence, held_ms, lease_left_ms
+--                (held_ms -1 and fence 0 when the g field is unreadable)
 --   waiters      flat array, 4 per listed waiter, in queue order:
 --                member, ticket, waited_ms, liveness_left_ms
+--                (liveness_left_ms 0 when the member has no w entry)
 --   A *_left_ms <= 0 marks an expired entry that no call has pruned yet.
 --   Invalid stored values (tampered keys) read as 0; ms figures are clamped
 --   to +-(2^31-1).

@@ -1,14 +1,15 @@
 -- fairlock protocol, shared prelude.
 --
 -- The build prepends this file to every operation script (acquire, release,
--- cancel, heartbeat), so each loaded script is `lib.lua .. "\n" .. op.lua`.
+-- cancel, heartbeat, inspect, evict), so each loaded script is
+-- `lib.lua .. "\n" .. op.lua`.
 -- A client in another language must load the same concatenation.
 --
 -- Keys of one name N under prefix P (every key shares the hash tag {N}):
 --   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)
 --   KEYS[2] P:{N}:w    ZSET  waiter member -> liveness deadline (ms, Redis TIME)
 --   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
---   KEYS[4] P:{N}:g    HASH  "permits" -> N, holder member -> "<fence>:<granted ms>"
+--   KEYS[4] P:{N}:g    HASH  "permits" -> permit count, holder member -> "<fence>:<granted ms>"
 --   KEYS[5] P:{N}:seq  STRING the last ticket issued (never deleted)
 --   and G's field "x" = the expiry time set on q, w, h and g (see cleanup)
 -- While a name is busy its keys expire some seconds after the last deadline
@@ -100,6 +101,21 @@ local function signal(member, fence)
   end
 end
 
+-- Remove holders (one or more members) from h, with their records in g:
+-- always exactly ZREM h, then HDEL g.
+local function drop_holder(...)
+  redis.call('ZREM', H, ...)
+  redis.call('HDEL', G, ...)
+end
+
+-- Remove waiters (one or more members) from the queue: always exactly
+-- ZREM q, then ZREM w. (cancel and evict inline their removal instead: they
+-- touch the second key only when the first one held the member.)
+local function drop_waiter(...)
+  redis.call('ZREM', Q, ...)
+  redis.call('ZREM', W, ...)
+end
+
 -- Members of a deadline set that are expired (deadline <= now); with
 -- `deep`, also those with a corrupt deadline beyond now + MAX_MS.
 local function dead_entries(key, now, deep)
@@ -119,15 +135,9 @@ end
 -- holds a permit, and every waiting process beats a few times per liveness.
 local function prune(now, deep)
   local hx = dead_entries(H, now, deep)
-  if #hx > 0 then
-    redis.call('ZREM', H, unpack(hx))
-    redis.call('HDEL', G, unpack(hx))
-  end
+  if #hx > 0 then drop_holder(unpack(hx)) end
   local wx = dead_entries(W, now, deep)
-  if #wx > 0 then
-    redis.call('ZREM', W, unpack(wx))
-    redis.call('ZREM', Q, unpack(wx))
-  end
+  if #wx > 0 then drop_waiter(unpack(wx)) end
 end
 
 -- A permit count as stored, if it is one (an integer in 1 .. 1000000).
@@ -157,8 +167,7 @@ local function fill(now, permits)
     if #head == 0 then break end
     local member, ticket = head[1], tonumber(head[2])
     local deadline = tonumber(redis.call('ZSCORE', W, member))
-    redis.call('ZREM', Q, member)
-    redis.call('ZREM', W, member)
+    drop_waiter(member)
     -- A corrupt ticket would become a corrupt fence: the entry is dropped
     -- like an expired one (its owner learns it is gone and queues again).
     if live_deadline(deadline, now) and valid_fence(ticket) then
@@ -180,13 +189,7 @@ local function live_score(key, member, now)
   local d = redis.call('ZSCORE', key, member)
   if not d then return nil end
   if live_deadline(tonumber(d), now) then return d end
-  if key == H then
-    redis.call('ZREM', H, member)
-    redis.call('HDEL', G, member)
-  else
-    redis.call('ZREM', W, member)
-    redis.call('ZREM', Q, member)
-  end
+  if key == H then drop_holder(member) else drop_waiter(member) end
   return nil
 end
 
@@ -197,8 +200,7 @@ local function holder_fence(member, now)
   local v = redis.call('HGET', G, member)
   local fence = v and tonumber(string.match(v, '^(%d+):%d+$'))
   if valid_fence(fence) then return fence end
-  redis.call('ZREM', H, member)
-  redis.call('HDEL', G, member)
+  drop_holder(member)
   return nil
 end
 
