@@ -30,6 +30,4 @@ void flushall(Env& e) {
   load_fairlock_scripts(*e.admin);
 }
 
-std::string wake_channel(const std::string& prefix, const std::string& cid) { return prefix + ":wake:" + cid; }
-
 }  // namespace fbench

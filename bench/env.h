@@ -40,8 +40,5 @@ void say(const std::string& s);
 std::vector<double> ping_us(Env& e, int n);
 // FLUSHALL, then the library's scripts loaded again.
 void flushall(Env& e);
-// The channel a fairlock client with id `cid` is woken on (the scripts
-// PUBLISH every handoff grant there); `prefix` is the library's key prefix.
-std::string wake_channel(const std::string& prefix, const std::string& cid);
 
 }  // namespace fbench

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "child_process.h"
+#include "protocol.h"  // src/: the wake channel format
 
 namespace fbench {
 namespace {
@@ -129,7 +130,7 @@ class Observer {
   // Subscribes to the wake channels of `cids`; false if not confirmed in 5 s.
   bool start(const Env& e, const std::vector<std::string>& cids) {
     sub_ = std::make_shared<Redis>(e.host, e.port, 5000);
-    for (const auto& cid : cids) sub_->append({"SUBSCRIBE", wake_channel("fairlock", cid)});
+    for (const auto& cid : cids) sub_->append({"SUBSCRIBE", fairlock::detail::wake_channel("fairlock", cid)});
     sub_->flush();
     std::size_t confirmed = 0;
     const std::int64_t until = now_ns() + 5000 * kMs;

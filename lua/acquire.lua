@@ -91,7 +91,7 @@ redis.call('HSET', G, 'permits', permits)
 if free then
   redis.call('ZADD', H, now + lease, member)
   redis.call('HSET', G, member, string.format('%d:%d', t, now))
-  fresh_key = held == 0
+  fresh_key = fresh_key or held == 0
   cleanup(now, now + lease)
   return {1, t}
 end

@@ -377,6 +377,23 @@ TEST_F(Scripts, EveryBusyKeyExpiresAfterItsDeadlines) {
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
 }
 
+// A call that recreates h by a handoff and then grants a free permit too
+// must still give h its expiry (it was left without one: PTTL -1).
+TEST_F(Scripts, HandoffAndFreeGrantInOneCallKeepTheExpiry) {
+  auto pttl = [&](const std::string& k) { return std::stoll(redis({"PTTL", k})); };
+  EXPECT_EQ(acquire(member(1), 2, 100)[0], 1);
+  EXPECT_EQ(acquire(member(2), 2, 100)[0], 1);
+  EXPECT_EQ(acquire(member(3), 2, 10000)[0], 0);  // queued behind two holders
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // both leases run out
+  // prune empties h, fill hands a permit to member 3 (h is created again),
+  // and the second permit is free: member 4 is granted at once.
+  EXPECT_EQ(acquire(member(4), 2, 10000)[0], 1);
+  EXPECT_GT(pttl(keys.h), 0);
+  EXPECT_GT(pttl(keys.g), 0);
+  release(member(3), 2);
+  release(member(4), 2);
+}
+
 TEST_F(Scripts, NoscriptIsRecovered) {
   redis({"SCRIPT", "FLUSH"});
   auto before = reloads.load();

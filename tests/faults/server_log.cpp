@@ -148,13 +148,7 @@ bool parse_monitor_line(const std::string& line, std::int64_t& ts, bool& from_lu
 
 ServerLog::ServerLog(int port, std::string prefix)
     : port_(port), prefix_(std::move(prefix)), sentinel_("flcheck:sentinel:" + std::to_string(::getpid())) {
-  using namespace fairlock::detail::lua;
-  sha_kind_[std::string(acquire_sha)] = "acquire";
-  sha_kind_[std::string(release_sha)] = "release";
-  sha_kind_[std::string(cancel_sha)] = "cancel";
-  sha_kind_[std::string(heartbeat_sha)] = "heartbeat";
-  sha_kind_[std::string(inspect_sha)] = "inspect";
-  sha_kind_[std::string(evict_sha)] = "evict";
+  for (const auto& script : fairlock::detail::lua::kScripts) sha_kind_[std::string(script.sha)] = script.name;
   if (port_ == 0) return;  // offline
   // Be in sync before the test starts: the first snapshot is taken here.
   for (int attempt = 0; attempt < 100 && !mon_; ++attempt) {

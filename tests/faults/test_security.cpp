@@ -266,8 +266,8 @@ TEST(Security, MinimalAclRuleIsEnough) {
 TEST(Security, ScriptsUseOnlyCommandsOfTheDocumentedRule) {
   using namespace fairlock::detail::lua;
   std::set<std::string> used;
-  for (auto src : {acquire_source, release_source, cancel_source, heartbeat_source, inspect_source, evict_source}) {
-    std::string text(src);
+  for (const auto& script : kScripts) {
+    std::string text(script.source);
     for (size_t pos = text.find("redis.call('"); pos != std::string::npos; pos = text.find("redis.call('", pos + 1)) {
       size_t start = pos + 12, end = text.find('\'', start);
       std::string cmd = text.substr(start, end - start);
