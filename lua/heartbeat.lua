@@ -36,23 +36,24 @@ fill(now, stored_permits(permits))
 
 local out = {}
 local horizon = nil  -- the latest deadline written
+-- Moves member's deadline in `key` and reports it as {status, value}.
+local function renew(key, deadline, member, status, value)
+  redis.call('ZADD', key, deadline, member)
+  horizon = math.max(horizon or 0, deadline)
+  out[#out + 1] = status
+  out[#out + 1] = value
+end
 for i = 3, #ARGV, 2 do
   local member = ARGV[i]
   local lease = tonumber(ARGV[i + 1])
   local rank = live_score(W, member, now) and redis.call('ZRANK', Q, member)
   if rank then
-    redis.call('ZADD', W, now + liveness, member)
-    horizon = math.max(horizon or 0, now + liveness)
-    out[#out + 1] = 1
-    out[#out + 1] = rank
+    renew(W, now + liveness, member, 1, rank)
   else
     redis.call('ZREM', W, member)  -- in w without q (tampered): gone
     local fence = holder_fence(member, now)
     if fence then
-      redis.call('ZADD', H, now + lease, member)
-      horizon = math.max(horizon or 0, now + lease)
-      out[#out + 1] = 2
-      out[#out + 1] = fence
+      renew(H, now + lease, member, 2, fence)
     else
       out[#out + 1] = 0
       out[#out + 1] = 0

@@ -27,6 +27,7 @@ std::optional<std::string> Claim::begin(std::string member, bool queue, std::opt
   signalled_ = kicked_ = cancelled_ = lease_confirmed_ = false;
   timer_at_.reset();
   retry_at_.reset();
+  failing_since_.reset();
   backoff_ = milliseconds(20);
   lost_reason_.clear();
   beat_error_.clear();
@@ -41,8 +42,9 @@ Step Claim::next(SteadyTime now, const WaitContext& ctx) {
   if (deadline_ && now >= *deadline_) return Step{Step::Kind::give_up};
   const bool timer = timer_at_ && now >= *timer_at_;
   const bool retry = retry_at_ && now >= *retry_at_;
-  if (kicked_ || timer || retry) {
-    if (timer && !kicked_ && !retry) counters_.add(&Stats::wakes_timer);
+  const bool kicked = kicked_ && !retry_at_;  // a kick does not cut a backoff short
+  if (kicked || timer || retry) {
+    if (timer && !kicked && !retry) counters_.add(&Stats::wakes_timer);
     kicked_ = false;  // before asking: a kick that lands while we ask is kept
     return ask(asked_ || queue_);  // once queued, a re-ask never just tries
   }
@@ -108,6 +110,7 @@ std::chrono::steady_clock::duration Claim::poll_interval(milliseconds heartbeat_
 Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
   asked_ = true;
   backoff_ = milliseconds(20);
+  failing_since_.reset();
   Effects fx;
   switch (reply.status) {
     case Acquired::Status::granted:
@@ -137,11 +140,16 @@ Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
 bool Claim::on_ask_failed(SteadyTime now, Failure failure) {
   if (failure == Failure::refused) return false;
   if (deadline_ && now >= *deadline_) return false;
+  if (!failing_since_) failing_since_ = now;
   if (failure == Failure::unreachable) {
     // The first reply may be lost after the script ran: the driver leaves.
     if (!asked_) return false;
     // Retry until our entry would have expired anyway.
     if (now - std::max(last_ok_, refreshed_at_) > cfg_.liveness) return false;
+  } else if (!queue_ || now - *failing_since_ > cfg_.liveness) {
+    // Nothing ran, so a retry is safe, but a try must not wait, and a
+    // cache flushed for a whole liveness period is a broken server.
+    return false;
   }
   retry_at_ = now + backoff_;
   backoff_ = std::min(backoff_ * 2, milliseconds(500));

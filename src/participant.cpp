@@ -126,7 +126,11 @@ void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& membe
     if (!claim_.on_ask_failed(steady_clock::now(), not_run ? Claim::Failure::not_run : Claim::Failure::unreachable)) {
       throw;
     }
-    client_->log().debug("fairlock: acquire of {} failed, retrying: {}", name_, e.what());
+    if (not_run) {
+      client_->log().warn("fairlock: acquire of {}: {}; retrying", name_, e.what());
+    } else {
+      client_->log().debug("fairlock: acquire of {} failed, retrying: {}", name_, e.what());
+    }
   }
 }
 
@@ -249,7 +253,7 @@ std::uint64_t Participant::fence() const noexcept {
 // Acts on what an event changed: callbacks run without the lock held.
 void Participant::apply(std::unique_lock<std::mutex>& lk, const Effects& fx) {
   if (fx.wake) cv_.notify_all();
-  if (!fx.position && !fx.lost) return;
+  if (!(fx.position && opts_.on_position) && !fx.lost) return;
   lk.unlock();
   if (fx.position && opts_.on_position) report_position(*fx.position);
   if (fx.lost) report_lost(*fx.lost);

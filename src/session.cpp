@@ -129,7 +129,11 @@ void Session::loop() {
       continue;
     }
     lk.unlock();
-    beat();
+    try {
+      beat();
+    } catch (const std::exception& e) {  // a heartbeat must never end the process
+      log_.warn("fairlock: heartbeat failed: {}", e.what());
+    }
     lk.lock();
     next = steady_clock::now() + heartbeat_period();
   }
@@ -214,9 +218,10 @@ void Session::shutdown() noexcept {
   }
   if (first) release_held();
   // Called from a callback on our own thread: it ends by itself once it
-  // returns; joining it here would deadlock.
+  // returns; joining it (or waiting for another joiner) would deadlock.
+  if (thread_.get_id() == std::this_thread::get_id()) return;
   std::lock_guard<std::mutex> lk(join_mu_);
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace fairlock::detail

@@ -53,9 +53,10 @@ void Wake::stop() noexcept {
     cv_.notify_all();
   }
   // Called from a callback on our own thread: it ends by itself once it
-  // returns; joining it here would deadlock.
+  // returns; joining it (or waiting for another joiner) would deadlock.
+  if (thread_.get_id() == std::this_thread::get_id()) return;
   std::lock_guard<std::mutex> lk(join_mu_);
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 bool Wake::keyspace_configured() {

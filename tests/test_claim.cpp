@@ -112,7 +112,8 @@ TEST_F(ClaimTest, ConnectionTroubleRetriesWithBackoffUntilTheEntryWouldExpire) {
   EXPECT_EQ(claim.next(t0 + 40ms, kSignals).kind, Step::Kind::ask);
   EXPECT_FALSE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::unreachable));  // its entry has expired by now
   EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, Claim::Failure::refused));        // an error reply is not retried
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::not_run));       // nothing ran: always safe
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::not_run));       // nothing ran: safe
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 6100ms, Claim::Failure::not_run));      // but not for ever
 }
 
 TEST_F(ClaimTest, TheFirstAskIsNotRetried) {
@@ -124,13 +125,20 @@ TEST_F(ClaimTest, TheFirstAskIsNotRetried) {
   EXPECT_EQ(claim.next(t0 + 20ms, kSignals).kind, Step::Kind::ask);
 }
 
-TEST_F(ClaimTest, ATryThatFoundTheCacheFlushedStillOnlyTries) {
+TEST_F(ClaimTest, ATryIsNotRetriedAfterItsCall) {
   ASSERT_FALSE(claim.begin("pm:1", false, std::nullopt, "n"));
   ASSERT_FALSE(claim.next(t0, kSignals).queue);
-  EXPECT_TRUE(claim.on_ask_failed(t0, Claim::Failure::not_run));
-  Step s = claim.next(t0 + 20ms, kSignals);
-  EXPECT_EQ(s.kind, Step::Kind::ask);
-  EXPECT_FALSE(s.queue);
+  EXPECT_FALSE(claim.on_ask_failed(t0, Claim::Failure::not_run));  // try_lock never waits
+}
+
+TEST_F(ClaimTest, AKickDoesNotCutABackoffShort) {
+  queue();
+  claim.kick();
+  ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::ask);
+  ASSERT_TRUE(claim.on_ask_failed(t0 + 2ms, Claim::Failure::unreachable));
+  claim.kick();
+  EXPECT_EQ(claim.next(t0 + 3ms, kSignals).kind, Step::Kind::wait);
+  EXPECT_EQ(claim.next(t0 + 22ms, kSignals).kind, Step::Kind::ask);
 }
 
 TEST_F(ClaimTest, NotRunFailuresStopAtTheDeadline) {
