@@ -35,17 +35,17 @@ build() {
 # from the pidfile, which a daemonized server may write after its first
 # reply). Fails after 5 attempts.
 start_redis() {
-  local attempt i dir
+  local dir
   REDIS_DIR="$(cd "$(mktemp -d /tmp/fairlock-redis-sh.XXXXXX)" && pwd -P)"
   REDIS_PID=""
   trap stop_redis EXIT
-  for attempt in 1 2 3 4 5; do
+  for _ in 1 2 3 4 5; do
     REDIS_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
       echo $((20000 + RANDOM % 20000)))"
     rm -f "$REDIS_DIR/redis.log"
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$REDIS_DIR" \
       --daemonize yes --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" || continue
-    for i in $(seq 200); do  # up to 10 s
+    for _ in $(seq 200); do  # up to 10 s
       dir="$(redis-cli -p "$REDIS_PORT" config get dir 2>/dev/null | sed -n 2p)" || dir=""
       if [ "$dir" = "$REDIS_DIR" ]; then
         REDIS_PID="$(redis-cli -p "$REDIS_PORT" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id:\([0-9][0-9]*\)$/\1/p')" || true
@@ -79,16 +79,16 @@ _redis_alive() {
 # _redis_stop_pid PID: SIGTERM, then waits up to 10 s for the process to be
 # gone (SIGKILL and 2 s more if it is not). Never fails.
 _redis_stop_pid() {
-  local pid="$1" i
+  local pid="$1"
   _redis_alive "$pid" || return 0
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     _redis_alive "$pid" || return 0
     sleep 0.05
   done
   echo "stop_redis: redis-server $pid still running 10 s after SIGTERM; SIGKILL" >&2
   kill -KILL "$pid" 2>/dev/null || true
-  for i in $(seq 40); do
+  for _ in $(seq 40); do
     _redis_alive "$pid" || return 0
     sleep 0.05
   done
@@ -100,14 +100,14 @@ _redis_stop_pid() {
 # and writes its log, fails with "Directory not empty"). Idempotent, and never
 # fails: it runs in EXIT traps, where a failure would replace the exit status.
 stop_redis() {
-  local dir="${REDIS_DIR:-}" pid="${REDIS_PID:-}" i
+  local dir="${REDIS_DIR:-}" pid="${REDIS_PID:-}"
   REDIS_DIR=""
   REDIS_PID=""
   [ -n "$dir" ] || return 0
   # no pid from start_redis (it failed half-way): the pidfile, if any
   [ -n "$pid" ] || pid="$(cat "$dir/redis.pid" 2>/dev/null || true)"
   _redis_stop_pid "$pid"
-  for i in 1 2 3 4 5; do
+  for _ in 1 2 3 4 5; do
     rm -rf "$dir" 2>/dev/null && return 0
     sleep 0.2
   done
