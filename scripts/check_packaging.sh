@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# Packaging check (CI): for each compiler (g++, clang++) and C++ standard (17, 20):
-#   1. configure and build the whole project with -DFAIRLOCK_WARNINGS_AS_ERRORS=ON
-#      (-Wall -Wextra -Wpedantic -Werror on the library, command, examples, tests
-#      and benchmarks);
-#   2. `cmake --install` it into a temporary prefix and check what landed there,
-#      and that the version agrees everywhere (project(), version.h,
-#      `fairlock --version`, fairlock.pc, fairlockConfigVersion.cmake);
-#   3. build and run the three consumer projects of tests/consumers/
-#      (find_package, add_subdirectory, pkg-config) against a throwaway
-#      redis-server.
-# The test suite (ctest) runs once, in the first combination, without the
-# long fault-injection suites (label "faults"): the main test run is
-# scripts/test.sh.
+# Packaging check (CI), for compilers (g++, clang++) and C++ standards (17, 20):
+#   1. one full build per compiler -- library, command, examples, tests and
+#      benchmarks -- with -DFAIRLOCK_WARNINGS_AS_ERRORS=ON (-Wall -Wextra
+#      -Wpedantic -Werror on every target, checked in flags.make), the
+#      standards taken in turn (g++ at C++17, clang++ at C++20), so that every
+#      compiler and every standard builds everything at least once;
+#   2. one `cmake --install` (from the first full build) into a temporary
+#      prefix, checking what landed there and that the version agrees
+#      everywhere (project(), version.h, `fairlock --version`, fairlock.pc,
+#      fairlockConfigVersion.cmake);
+#   3. for EVERY compiler x standard: each installed public header compiled
+#      alone (self-contained, -Wall -Wextra -Wpedantic -Werror), and the three
+#      consumer projects of tests/consumers/ built and run against a throwaway
+#      redis-server: find_package and pkg-config against the one install tree
+#      (so a clang++ consumer also links the g++-built package), and
+#      add_subdirectory, which compiles the library's own sources in that
+#      compiler and standard with -Werror.
+# Before, every compiler x standard rebuilt and installed everything (4 full
+# builds); the tests, benchmarks and examples do not need a build per
+# standard for what this check proves.
+# The test suite (ctest) runs once, without the long fault-injection suites
+# (label "faults"), in the full build least like scripts/test.sh's main suite
+# (which is g++ at its default standard): the last compiler's.
 #
 # Environment:
 #   COMPILERS="g++ clang++"   STANDARDS="17 20"
-#   RUN_TESTS=first|all|none  (default first)
+#   RUN_TESTS=one|first|all|none  (default one: the last full build; first:
+#                             the first one; all: every full build)
 #   CTEST_ARGS                ctest arguments (default "-LE faults"; "" for every test)
 #   PKG_BUILD_ROOT            build directories (default <repo>/build-pkg/<cxx>-c++<std>;
 #                             kept, so a second run is incremental)
@@ -27,7 +38,8 @@ source "$(dirname "$0")/common.sh"
 
 read -r -a COMPILERS <<<"${COMPILERS:-g++ clang++}"
 read -r -a STANDARDS <<<"${STANDARDS:-17 20}"
-RUN_TESTS="${RUN_TESTS:-first}"
+RUN_TESTS="${RUN_TESTS:-one}"
+case "$RUN_TESTS" in one | first | all | none) ;; *) echo "RUN_TESTS: one, first, all or none" >&2; exit 2 ;; esac
 PKG_BUILD_ROOT="${PKG_BUILD_ROOT:-$ROOT/build-pkg}"
 JOBS="$(nproc)"
 for cxx in "${COMPILERS[@]}"; do
@@ -77,54 +89,80 @@ check_prefix() {
     fail "pkg-config --static --libs fairlock lacks hiredis/spdlog/fmt"
 }
 
-combo=0
+WARN_FLAGS=(-Wall -Wextra -Wpedantic -Werror)
 total_start=$(date +%s)
+
+# --- 1. one full build per compiler, the standards in turn
+first_bdir=""
+ncxx=${#COMPILERS[@]}
+for i in "${!COMPILERS[@]}"; do
+  cxx="${COMPILERS[$i]}"
+  std="${STANDARDS[$((i % ${#STANDARDS[@]}))]}"
+  name="$(basename "$cxx")-c++$std"
+  bdir="$PKG_BUILD_ROOT/$name"
+  logs="$WORK/$name"
+  mkdir -p "$logs"
+  [ -n "$first_bdir" ] || first_bdir="$bdir"
+  start=$(date +%s)
+
+  step "$name: build everything with -Wall -Wextra -Wpedantic -Werror"
+  # shellcheck disable=SC2086  # EXTRA_CMAKE_ARGS is a list
+  quiet "$logs/configure.log" cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" -DCMAKE_CXX_STANDARD_REQUIRED=ON \
+    -DCMAKE_CXX_EXTENSIONS=OFF -DFAIRLOCK_WARNINGS_AS_ERRORS=ON -DFAIRLOCK_BUILD_TESTS=ON \
+    -DFAIRLOCK_BUILD_EXAMPLES=ON -DFAIRLOCK_BUILD_TOOLS=ON -DFAIRLOCK_BUILD_BENCH=ON -DFAIRLOCK_INSTALL=ON \
+    ${EXTRA_CMAKE_ARGS:-}
+  cmake --build "$bdir" -j "$JOBS" >"$logs/build.log" 2>&1 || {
+    grep -E -A5 'error|warning' "$logs/build.log" | head -n 100 >&2
+    fail "$name: build"
+  }
+  # Every compiled target must carry the warning flags (they are not global).
+  grep -q -e '-Wall -Wextra -Wpedantic -Werror' "$bdir/CMakeFiles/fairlock.dir/flags.make" ||
+    fail "$name: the library is built without -Wall -Wextra -Wpedantic -Werror"
+  while IFS= read -r flags; do
+    grep -q -e '-Wall -Wextra -Wpedantic -Werror' "$flags" || fail "$name: ${flags#"$bdir"/} lacks the warning flags"
+  done < <(find "$bdir" -name flags.make -path '*.dir/*')
+  echo "built in $(seconds "$start") s"
+
+  if [ "$RUN_TESTS" = all ] || { [ "$RUN_TESTS" = one ] && [ "$i" -eq $((ncxx - 1)) ]; } ||
+    { [ "$RUN_TESTS" = first ] && [ "$i" -eq 0 ]; }; then
+    step "$name: test suite"
+    t=$(date +%s)
+    # shellcheck disable=SC2086
+    if ! (cd "$bdir" && ctest --output-on-failure --timeout 300 -j "$JOBS" ${CTEST_ARGS--LE faults}) >"$logs/ctest.log" 2>&1; then
+      sed -n '/tests passed/,$p; /\*\*\*Failed\|\*\*\*Timeout\|Exception/p' "$logs/ctest.log" >&2
+      cp "$logs/ctest.log" "$bdir/ctest-packaging.log"
+      fail "$name: ctest (full log: $bdir/ctest-packaging.log)"
+    fi
+    grep 'tests passed' "$logs/ctest.log"
+    echo "tests ran in $(seconds "$t") s"
+  fi
+done
+
+# --- 2. one install tree
+prefix="$WORK/prefix"
+step "install $(basename "$first_bdir") to $prefix"
+quiet "$WORK/install.log" cmake --install "$first_bdir" --prefix "$prefix"
+check_prefix "$prefix"
+echo "layout, version $VERSION and fairlock.pc OK"
+
+# --- 3. every compiler x standard: the public headers and the consumers
 for cxx in "${COMPILERS[@]}"; do
   for std in "${STANDARDS[@]}"; do
-    combo=$((combo + 1))
     name="$(basename "$cxx")-c++$std"
-    bdir="$PKG_BUILD_ROOT/$name"
-    prefix="$WORK/$name/prefix"
     cdir="$WORK/$name/consumers"
     mkdir -p "$cdir"
     start=$(date +%s)
 
-    step "$name: build everything with -Wall -Wextra -Wpedantic -Werror"
-    # shellcheck disable=SC2086  # EXTRA_CMAKE_ARGS is a list
-    quiet "$cdir/configure.log" cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" -DCMAKE_CXX_STANDARD_REQUIRED=ON \
-      -DCMAKE_CXX_EXTENSIONS=OFF -DFAIRLOCK_WARNINGS_AS_ERRORS=ON -DFAIRLOCK_BUILD_TESTS=ON \
-      -DFAIRLOCK_BUILD_EXAMPLES=ON -DFAIRLOCK_BUILD_TOOLS=ON -DFAIRLOCK_BUILD_BENCH=ON -DFAIRLOCK_INSTALL=ON \
-      ${EXTRA_CMAKE_ARGS:-}
-    cmake --build "$bdir" -j "$JOBS" >"$cdir/build.log" 2>&1 || {
-      grep -E -A5 'error|warning' "$cdir/build.log" | head -n 100 >&2
-      fail "$name: build"
-    }
-    # Every compiled target must carry the warning flags (they are not global).
-    grep -q -e '-Wall -Wextra -Wpedantic -Werror' "$bdir/CMakeFiles/fairlock.dir/flags.make" ||
-      fail "$name: the library is built without -Wall -Wextra -Wpedantic -Werror"
-    while IFS= read -r flags; do
-      grep -q -e '-Wall -Wextra -Wpedantic -Werror' "$flags" || fail "$name: ${flags#"$bdir"/} lacks the warning flags"
-    done < <(find "$bdir" -name flags.make -path '*.dir/*')
-    echo "built in $(seconds "$start") s"
-
-    if [ "$RUN_TESTS" = all ] || { [ "$RUN_TESTS" = first ] && [ $combo -eq 1 ]; }; then
-      step "$name: test suite"
-      t=$(date +%s)
-      # shellcheck disable=SC2086
-      if ! (cd "$bdir" && ctest --output-on-failure --timeout 300 -j "$JOBS" ${CTEST_ARGS--LE faults}) >"$cdir/ctest.log" 2>&1; then
-        sed -n '/tests passed/,$p; /\*\*\*Failed\|\*\*\*Timeout\|Exception/p' "$cdir/ctest.log" >&2
-        cp "$cdir/ctest.log" "$bdir/ctest-packaging.log"
-        fail "$name: ctest (full log: $bdir/ctest-packaging.log)"
-      fi
-      grep 'tests passed' "$cdir/ctest.log"
-      echo "tests ran in $(seconds "$t") s"
-    fi
-
-    step "$name: install to $prefix"
-    quiet "$cdir/install.log" cmake --install "$bdir" --prefix "$prefix"
-    check_prefix "$prefix"
-    echo "layout, version $VERSION and fairlock.pc OK"
+    step "$name: each installed public header alone, ${WARN_FLAGS[*]}"
+    n=0
+    for h in "$prefix"/include/fairlock/*.h; do
+      printf '#include <fairlock/%s>\n' "$(basename "$h")" >"$cdir/header.cpp"
+      quiet "$cdir/header.log" "$cxx" -std="c++$std" "${WARN_FLAGS[@]}" -fsyntax-only -I"$prefix/include" "$cdir/header.cpp"
+      n=$((n + 1))
+    done
+    [ "$n" -ge 6 ] || fail "$name: only $n public headers installed"
+    echo "$n headers OK"
 
     step "$name: consumer using find_package(fairlock)"
     quiet "$cdir/find_package.log" cmake -S "$ROOT/tests/consumers/find_package" -B "$cdir/find_package" \
@@ -135,9 +173,14 @@ for cxx in "${COMPILERS[@]}"; do
 
     step "$name: consumer using add_subdirectory(fairlock)"
     quiet "$cdir/subdirectory.log" cmake -S "$ROOT/tests/consumers/subdirectory" -B "$cdir/subdirectory" \
-      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" -DFAIRLOCK_SOURCE_DIR="$ROOT" \
-      -DFAIRLOCK_WARNINGS_AS_ERRORS=ON
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" -DCMAKE_CXX_STANDARD_REQUIRED=ON \
+      -DCMAKE_CXX_EXTENSIONS=OFF -DFAIRLOCK_SOURCE_DIR="$ROOT" -DFAIRLOCK_WARNINGS_AS_ERRORS=ON
     quiet "$cdir/subdirectory.log" cmake --build "$cdir/subdirectory" -j "$JOBS"
+    # The library's own sources were compiled in this standard, with -Werror.
+    grep -q -e "-std=c++$std" "$cdir/subdirectory/fairlock/CMakeFiles/fairlock.dir/flags.make" ||
+      fail "$name: add_subdirectory did not compile the library with -std=c++$std"
+    grep -q -e '-Wall -Wextra -Wpedantic -Werror' "$cdir/subdirectory/fairlock/CMakeFiles/fairlock.dir/flags.make" ||
+      fail "$name: add_subdirectory did not compile the library with the warning flags"
     # Only the library and the consumer are built, and nothing is installed.
     built="$(cd "$cdir/subdirectory" && find . -type f -perm -u+x ! -name '*.sh' ! -path '*/CMakeFiles/*' | sort)"
     [ "$built" = "./consumer" ] || fail "$name: add_subdirectory built more than the library: $built"

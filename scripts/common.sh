@@ -27,22 +27,90 @@ build() {
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 }
 
-# Starts a throwaway redis-server on a free loopback port; sets REDIS_PORT.
+# Starts a throwaway redis-server on a free loopback port, daemonized, with
+# its own directory; sets REDIS_PORT, REDIS_DIR and REDIS_PID, and stops it
+# (stop_redis) on exit. The server that answers must be ours: another test
+# may have taken the port between our choice and redis-server's bind, so we
+# check that it reports our directory (and take its pid from it, rather than
+# from the pidfile, which a daemonized server may write after its first
+# reply). Fails after 5 attempts.
 start_redis() {
-  REDIS_DIR="$(mktemp -d)"
-  REDIS_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)))"
-  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$REDIS_DIR" \
-    --daemonize yes --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log"
-  for _ in $(seq 100); do
-    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
-    sleep 0.05
-  done
+  local dir
+  REDIS_DIR="$(cd "$(mktemp -d /tmp/fairlock-redis-sh.XXXXXX)" && pwd -P)"
+  REDIS_PID=""
   trap stop_redis EXIT
+  for _ in 1 2 3 4 5; do
+    REDIS_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+      echo $((20000 + RANDOM % 20000)))"
+    rm -f "$REDIS_DIR/redis.log"
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$REDIS_DIR" \
+      --daemonize yes --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" || continue
+    for _ in $(seq 200); do  # up to 10 s
+      dir="$(redis-cli -p "$REDIS_PORT" config get dir 2>/dev/null | sed -n 2p)" || dir=""
+      if [ "$dir" = "$REDIS_DIR" ]; then
+        REDIS_PID="$(redis-cli -p "$REDIS_PORT" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id:\([0-9][0-9]*\)$/\1/p')" || true
+        [ -n "$REDIS_PID" ] && return 0
+      fi
+      # ours failed to start (e.g. the port was taken): try another port
+      grep -q -e 'aborting' -e 'Address already in use' "$REDIS_DIR/redis.log" 2>/dev/null && break
+      sleep 0.05
+    done
+    _redis_stop_pid "$(cat "$REDIS_DIR/redis.pid" 2>/dev/null || true)"
+  done
+  echo "start_redis: redis-server did not start (log: $REDIS_DIR/redis.log)" >&2
+  cat "$REDIS_DIR/redis.log" >&2 2>/dev/null || true
+  return 1
 }
 
-stop_redis() {
-  if [ -n "${REDIS_DIR:-}" ] && [ -f "$REDIS_DIR/redis.pid" ]; then
-    kill "$(cat "$REDIS_DIR/redis.pid")" 2>/dev/null || true
+# _redis_alive PID: the process exists, is not a zombie, and is a redis-server
+# (so a recycled pid is never signalled).
+_redis_alive() {
+  local state
+  [ -n "$1" ] || return 1
+  if [ -r "/proc/$1/stat" ]; then
+    state="$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" || return 1
+    [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] &&
+      grep -q '^redis-server' "/proc/$1/comm" 2>/dev/null
+  else
+    kill -0 "$1" 2>/dev/null
   fi
-  rm -rf "${REDIS_DIR:-/nonexistent}"
+}
+
+# _redis_stop_pid PID: SIGTERM, then waits up to 10 s for the process to be
+# gone (SIGKILL and 2 s more if it is not). Never fails.
+_redis_stop_pid() {
+  local pid="$1"
+  _redis_alive "$pid" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 200); do
+    _redis_alive "$pid" || return 0
+    sleep 0.05
+  done
+  echo "stop_redis: redis-server $pid still running 10 s after SIGTERM; SIGKILL" >&2
+  kill -KILL "$pid" 2>/dev/null || true
+  for _ in $(seq 40); do
+    _redis_alive "$pid" || return 0
+    sleep 0.05
+  done
+  return 0
+}
+
+# Stops the server of start_redis, waits until its process is gone, and only
+# then removes its directory (removing it while the server still shuts down,
+# and writes its log, fails with "Directory not empty"). Idempotent, and never
+# fails: it runs in EXIT traps, where a failure would replace the exit status.
+stop_redis() {
+  local dir="${REDIS_DIR:-}" pid="${REDIS_PID:-}"
+  REDIS_DIR=""
+  REDIS_PID=""
+  [ -n "$dir" ] || return 0
+  # no pid from start_redis (it failed half-way): the pidfile, if any
+  [ -n "$pid" ] || pid="$(cat "$dir/redis.pid" 2>/dev/null || true)"
+  _redis_stop_pid "$pid"
+  for _ in 1 2 3 4 5; do
+    rm -rf "$dir" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "stop_redis: could not remove $dir" >&2
+  return 0
 }

@@ -67,10 +67,17 @@ RedisServer::~RedisServer() {
   if (pid_ > 0) {
     ::kill(pid_, SIGCONT);
     ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    ::waitpid(pid_, nullptr, 0);  // gone (reaped) before its directory goes
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);  // best effort
+  // Best effort, but not at the first "Directory not empty": a fork child of
+  // the server (an AOF rewrite or RDB save, in tests that persist) can still
+  // be writing its temporary file there for a moment.
+  for (int i = 0; i < 40; ++i) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    if (!ec && !std::filesystem::exists(dir_, ec)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 void RedisServer::start() {
@@ -89,7 +96,12 @@ void RedisServer::start() {
     ::_exit(127);
   }
   pid_ = pid;
-  for (int i = 0; i < 200; ++i) {
+  // Up to 10 s (a restart may have data to load: PING answers -LOADING until
+  // it is done). The server that answers must be ours: another test process
+  // may have taken the port between free_port() and our server's bind (ours
+  // then exits), so a PONG counts only from INFO's process_id of our child.
+  const std::string ours = "process_id:" + std::to_string(pid_) + "\r\n";
+  for (int i = 0; i < 400; ++i) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
@@ -100,6 +112,11 @@ void RedisServer::start() {
       auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
       bool ok = r && r->type == REDIS_REPLY_STATUS;
       if (r) freeReplyObject(r);
+      if (ok) {
+        r = static_cast<redisReply*>(redisCommand(c, "INFO server"));
+        ok = r && r->type == REDIS_REPLY_STRING && std::string(r->str, r->len).find(ours) != std::string::npos;
+        if (r) freeReplyObject(r);
+      }
       redisFree(c);
       if (ok) return;
     } else if (c) {
@@ -107,6 +124,7 @@ void RedisServer::start() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  kill();
   throw std::runtime_error("redis-server did not answer");
 }
 
