@@ -45,7 +45,7 @@ Step Claim::next(SteadyTime now, const WaitContext& ctx) {
   const bool kicked = kicked_ && !retry_at_;  // a kick does not cut a backoff short
   if (kicked || timer || retry) {
     if (timer && !kicked && !retry) counters_.add(&Stats::wakes_timer);
-    kicked_ = false;  // before asking: a kick that lands while we ask is kept
+    kicked_ = false;               // before asking: a kick that lands while we ask is kept
     return ask(asked_ || queue_);  // once queued, a re-ask never just tries
   }
   if (retry_at_) return Step{Step::Kind::wait, deadline_ ? std::min(*retry_at_, *deadline_) : *retry_at_};

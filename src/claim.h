@@ -137,8 +137,8 @@ class Claim {
   std::uint64_t signal_fence_ = 0;
   bool kicked_ = false;
   bool cancelled_ = false;
-  std::optional<SteadyTime> timer_at_;  // the wait's own timer
-  std::optional<SteadyTime> retry_at_;  // after a failed ask
+  std::optional<SteadyTime> timer_at_;       // the wait's own timer
+  std::optional<SteadyTime> retry_at_;       // after a failed ask
   std::optional<SteadyTime> failing_since_;  // asks have failed in a row since then
   std::chrono::milliseconds backoff_{20};
 };

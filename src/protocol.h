@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "connection.h"
-#include "fairlock/errors.h"
 #include "fairlock/client.h"
+#include "fairlock/errors.h"
 #include "fairlock/options.h"
 
 namespace fairlock::detail {

@@ -201,7 +201,7 @@ TEST(Lock, RenewalKeepsTheLockAcrossLeases) {
   Client client(opts_for(server()));
   std::string name = unique_name("renew");
   LockOptions lo;
-  lo.lease = 200ms;
+  lo.lease = 1500ms;  // renewed every 300 ms (liveness 900 ms): a stall of over 1 s loses nothing
   FairLock lock(client, name, lo);
   lock.lock();
   auto before = client.stats().heartbeats;
@@ -564,7 +564,9 @@ TEST(Review, NoFalseLossUnderChurnWithFrequentHeartbeats) {
   // Heartbeats collected while a member waited must not be read, once it
   // holds, as "the grant is gone".
   Options o = opts_for(server());
-  o.liveness_ttl = std::chrono::milliseconds(30);  // a heartbeat every 10 ms
+  // A heartbeat every 100 ms: frequent enough to churn, long enough that a
+  // stalled thread (sanitizers, a loaded machine) does not lose a grant for real.
+  o.liveness_ttl = std::chrono::milliseconds(300);
   Client a(o), b(o);
   std::vector<std::string> names;
   for (int i = 0; i < 4; ++i) names.push_back(unique_name("churn"));

@@ -44,7 +44,7 @@ TEST(Process, ProcessesAreServedInArrivalOrder) {
 
 TEST(Process, KilledHolderIsReplacedAfterItsLeaseWithALargerFence) {
   std::string name = unique_name("proc-holder");
-  Child holder({server().url(), "hold", name, "600"});
+  Child holder({server().url(), "hold", name, "3000"});
   std::string l = holder.line();
   ASSERT_EQ(l.rfind("fence ", 0), 0u) << l;
   std::uint64_t dead_fence = std::stoull(l.substr(6));

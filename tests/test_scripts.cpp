@@ -383,7 +383,7 @@ TEST_F(Scripts, HandoffAndFreeGrantInOneCallKeepTheExpiry) {
   auto pttl = [&](const std::string& k) { return std::stoll(redis({"PTTL", k})); };
   EXPECT_EQ(acquire(member(1), 2, 100)[0], 1);
   EXPECT_EQ(acquire(member(2), 2, 100)[0], 1);
-  EXPECT_EQ(acquire(member(3), 2, 10000)[0], 0);  // queued behind two holders
+  EXPECT_EQ(acquire(member(3), 2, 10000)[0], 0);                // queued behind two holders
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // both leases run out
   // prune empties h, fill hands a permit to member 3 (h is created again),
   // and the second permit is free: member 4 is granted at once.

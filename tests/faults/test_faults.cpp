@@ -398,7 +398,7 @@ void restart_scenario(bool persistent) {
   Scenario sc(server, persistent ? "restart-aof" : "restart");
   sc.start_log();
   const long liveness = 3000, cmd_timeout = 1000, connect_timeout = 1000;
-  const int seconds = 15;
+  const int seconds = 20;  // the outages take >= 11 s: margin for slow restarts under sanitizers
   for (int i = 0; i < 4; ++i) {
     sc.spawn("w" + std::to_string(i),
              {"locks=a,b", "sems=s:2", "threads=2", "seconds=" + std::to_string(seconds),
@@ -701,7 +701,7 @@ TEST(Faults, ScriptFlushAndFlushallUnderLoad) {
   test::RedisServer server;
   Scenario sc(server, "flush");
   sc.start_log();
-  const int seconds = 8;
+  const int seconds = 12;  // the flush schedule takes >= 6.6 s: margin for a slow machine
   for (int i = 0; i < 3; ++i) {
     sc.spawn("w" + std::to_string(i), {"locks=a,b", "sems=s:2", "threads=2", "seconds=" + std::to_string(seconds),
                                        "seed=" + std::to_string(i + 31), "hold=0-40", "lease=1500", "liveness=1000"});
