@@ -83,7 +83,7 @@ std::vector<std::string> worker_args(const Env& e, const RunSpec& s, const std::
   const int max_s = s.duration_ms / 1000 + 90;
   std::vector<std::string> args = {"worker"};
   auto opt = [&args](const char* key, std::string value) {
-    args.push_back(key);
+    args.emplace_back(key);
     args.push_back(std::move(value));
   };
   opt("--port", std::to_string(e.port));
@@ -126,6 +126,9 @@ void parse_done(const std::string& line, WorkerTotals& t) {
 // of the messages on the workers' wake channels is the server's grant order.
 class Observer {
  public:
+  Observer() = default;
+  Observer(const Observer&) = delete;  // owns its subscriber thread
+  Observer& operator=(const Observer&) = delete;
   ~Observer() { stop(); }
   // Subscribes to the wake channels of `cids`; false if not confirmed in 5 s.
   bool start(const Env& e, const std::vector<std::string>& cids) {

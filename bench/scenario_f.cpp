@@ -36,6 +36,8 @@ bool hold_names(Env& e, int nnames) {
 // N threads of one client, each waiting on lock(): the names are held.
 class Waiters {
  public:
+  Waiters(const Waiters&) = delete;  // owns its threads
+  Waiters& operator=(const Waiters&) = delete;
   Waiters(Env& e, int n, int nnames, int liveness_ms) : n_(n) {
     fairlock::Options o;
     o.url = e.url();

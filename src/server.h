@@ -30,8 +30,6 @@ struct ServerOptions {
 class Server {
  public:
   Server(Endpoint ep, ServerOptions o, Counters& counters, spdlog::logger& log);
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
 
   // One script call; an error reply is thrown typed (ServerError, ...).
   ReplyPtr run(Script s, const Keys& keys, std::vector<std::string> args);
