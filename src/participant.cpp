@@ -45,6 +45,7 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
     Wake& wake;
     const std::string& name;
     bool on;
+    Unwatch(Wake& w, const std::string& n, bool watching) : wake(w), name(n), on(watching) {}  // C++20: no aggregate
     Unwatch(const Unwatch&) = delete;
     Unwatch& operator=(const Unwatch&) = delete;
     ~Unwatch() {
