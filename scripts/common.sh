@@ -2,7 +2,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-PACKAGES=(cmake g++ make pkg-config libhiredis-dev libspdlog-dev libgtest-dev googletest redis-server)
+PACKAGES=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl libspdlog-dev libgtest-dev googletest redis-server)
 
 # Installs missing Debian packages when run as root; otherwise names them.
 ensure_packages() {

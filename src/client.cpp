@@ -17,8 +17,22 @@ void check_duration(std::chrono::milliseconds v, const char* what) {
   if (v > limits::kMaxDuration) throw std::invalid_argument(std::string(what) + ": at most 2147483647 ms");
 }
 
+void check_tls(const Options& o) {
+  const TlsOptions& t = o.tls;
+  if (t.cert_file.empty() != t.key_file.empty()) {
+    throw std::invalid_argument("tls: cert_file and key_file go together (both or neither)");
+  }
+  if (t.min_version != TlsVersion::v1_2 && t.min_version != TlsVersion::v1_3) {
+    throw std::invalid_argument("tls: min_version must be TlsVersion::v1_2 or v1_3");
+  }
+  const bool any = !t.ca_file.empty() || !t.ca_dir.empty() || !t.cert_file.empty() || !t.server_name.empty() ||
+                   t.insecure_skip_verify_testing_only || t.min_version != TlsVersion::v1_2;
+  if (any && !parse_url(o.url).tls) throw std::invalid_argument("tls: TLS options are set but url is not rediss://");
+}
+
 Options validated(Options o) {
   parse_url(o.url);
+  check_tls(o);
   if (o.key_prefix.empty()) throw std::invalid_argument("key_prefix: must not be empty");
   if (o.key_prefix.size() > 128) throw std::invalid_argument("key_prefix: longer than 128 bytes");
   if (o.key_prefix.find_first_of("{}") != std::string::npos) {

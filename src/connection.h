@@ -1,78 +1,71 @@
 #pragma once
-// RAII over hiredis: contexts, replies, URL parsing, error mapping.
-// Nothing outside src/ sees a hiredis type.
+// One connection to a server over our own socket (plain or TLS); hiredis
+// only formats commands and parses replies. Blocking calls wait at most
+// command_timeout for each read or write; nothing outside src/ sees a
+// hiredis or OpenSSL type.
 #include <chrono>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-struct redisContext;
-struct redisReply;
+#include "reply.h"
+#include "stream.h"
+#include "url.h"
+
+struct redisReader;
 
 namespace fairlock::detail {
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const noexcept;
-};
-struct ContextDeleter {
-  void operator()(redisContext* c) const noexcept;
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
+class TlsContext;
 
-struct Endpoint {
-  bool unix_socket = false;
-  std::string host = "127.0.0.1";
-  int port = 6379;
-  std::string path;
-  std::string user;
-  std::string password;
-  int db = 0;
+// Where and how to connect.
+struct Target {
+  Endpoint endpoint;
+  std::shared_ptr<const TlsContext> tls;  // set for rediss://
+  std::chrono::milliseconds connect_timeout;
+  std::chrono::milliseconds command_timeout;
 };
-
-// Parses "redis://[user:password@]host:port[/db]" and
-// "unix:///path/redis.sock[?db=N]". Throws std::invalid_argument("url: ...").
-Endpoint parse_url(const std::string& url);
 
 using Argv = std::vector<std::string_view>;
 
-// One blocking connection. Error replies are returned, not thrown; I/O
-// failures throw ConnectionError / TimeoutError and leave the connection
-// broken() (the pool then drops it).
+struct ReaderDeleter {
+  void operator()(redisReader* r) const noexcept;
+};
+
+// Error replies are returned, not thrown; I/O failures throw
+// ConnectionError / TimeoutError (TlsError for TLS) and leave the
+// connection broken() (the pool then drops it).
 class Connection {
  public:
-  Connection(const Endpoint& ep, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds command_timeout);
+  explicit Connection(const Target& t);
   ReplyPtr command(const Argv& argv);
   std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
   // For the subscriber: queue a command without reading its reply.
   void append(const Argv& argv);
   void flush();
-  // Reads whatever the socket has and returns every complete reply.
+  // Reads whatever has arrived, without waiting; every complete reply.
   std::vector<ReplyPtr> read_available();
-  int fd() const;
+  int fd() const { return stream_->fd(); }
   bool broken() const { return broken_; }
   // False when an idle connection was closed by the server meanwhile
   // (checked without blocking before the pool hands it out again).
-  bool idle_and_open() const;
+  bool idle_and_open();
 
  private:
-  [[noreturn]] void fail(const char* what);
-  ContextPtr ctx_;
+  template <class F>
+  auto guarded(F&& f) -> decltype(f());
+  void authenticate(const Endpoint& ep);
+  ReplyPtr next_reply();
+  ReplyPtr parsed();
+  bool receive(bool dont_wait);
+  [[noreturn]] void lost(Io io) const;
+  std::string where_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<redisReader, ReaderDeleter> reader_;
+  std::string out_;
   bool broken_ = false;
+  bool answered_ = false;  // a reply has arrived on this connection
 };
-
-// Throws the typed error for an error reply (ServerError, PermitsMismatch).
-[[noreturn]] void throw_reply_error(const redisReply& r, std::string_view context);
-// Accessors that throw ServerError("unexpected reply ...") on a type mismatch.
-bool is_error(const redisReply& r);
-bool is_array(const redisReply& r);
-// The text of an error reply ("" for any other reply).
-std::string_view reply_error(const redisReply& r);
-std::string_view reply_string(const redisReply& r);
-long long reply_integer(const redisReply& r);
-std::size_t reply_size(const redisReply& r);
-const redisReply& reply_at(const redisReply& r, std::size_t i);
 
 }  // namespace fairlock::detail

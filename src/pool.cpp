@@ -6,18 +6,15 @@
 
 namespace fairlock::detail {
 
-Pool::Pool(Endpoint ep, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds command_timeout,
-           std::size_t size, Counters& counters, spdlog::logger& log)
-    : ep_(std::move(ep)),
-      connect_timeout_(connect_timeout),
-      command_timeout_(command_timeout),
+Pool::Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log)
+    : target_(std::move(target)),
       size_(size),
       counters_(counters),
       log_(log) {}
 
 std::unique_ptr<Connection> Pool::take() {
   std::unique_lock<std::mutex> lk(mu_);
-  if (!cv_.wait_for(lk, command_timeout_, [&] { return !idle_.empty() || open_ < size_; })) {
+  if (!cv_.wait_for(lk, target_.command_timeout, [&] { return !idle_.empty() || open_ < size_; })) {
     throw TimeoutError("fairlock: no free connection within command_timeout");
   }
   while (!idle_.empty()) {
@@ -33,7 +30,7 @@ std::unique_ptr<Connection> Pool::take() {
   ++open_;
   lk.unlock();
   try {
-    auto c = std::make_unique<Connection>(ep_, connect_timeout_, command_timeout_);
+    auto c = std::make_unique<Connection>(target_);
     lk.lock();
     if (had_failure_) {
       had_failure_ = false;

@@ -18,8 +18,7 @@ namespace fairlock::detail {
 
 class Pool {
  public:
-  Pool(Endpoint ep, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds command_timeout,
-       std::size_t size, Counters& counters, spdlog::logger& log);
+  Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log);
   template <class F>
   auto with(F&& f) -> decltype(f(std::declval<Connection&>())) {
     std::unique_ptr<Connection> c = take();
@@ -36,8 +35,7 @@ class Pool {
  private:
   std::unique_ptr<Connection> take();
   void give_back(std::unique_ptr<Connection> c);
-  const Endpoint ep_;
-  const std::chrono::milliseconds connect_timeout_, command_timeout_;
+  const Target target_;
   const std::size_t size_;
   Counters& counters_;
   spdlog::logger& log_;

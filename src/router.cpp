@@ -1,16 +1,27 @@
 #include "router.h"
 
+#include <spdlog/spdlog.h>
+
+#include "tls.h"
+
 namespace fairlock::detail {
 
 namespace {
 
-ServerOptions server_options(const Options& o) { return {o.connect_timeout, o.command_timeout, o.pool_size}; }
+// One TLS context for every server of a client (null for plain URLs).
+std::shared_ptr<const TlsContext> tls_context_for(const Options& o, const Endpoint& ep, spdlog::logger& log) {
+  if (!ep.tls) return nullptr;
+  if (o.tls.insecure_skip_verify_testing_only) {
+    log.warn("fairlock: TLS certificates are NOT verified (insecure_skip_verify_testing_only): for tests only");
+  }
+  return std::make_shared<const TlsContext>(o.tls);
+}
 
 class StandaloneRouter final : public Router {
  public:
-  StandaloneRouter(const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
-                   spdlog::logger& log)
-      : node_(parse_url(o.url), o, wake_config, sink, counters, log) {}
+  StandaloneRouter(Target target, const Options& o, const WakeConfig& wake_config, WakeSink& sink,
+                   Counters& counters, spdlog::logger& log)
+      : node_(std::move(target), o.pool_size, wake_config, sink, counters, log) {}
   Node& for_keys(const Keys&) override { return node_; }
   void for_each(const std::function<void(Node&)>& f) override { f(node_); }
 
@@ -20,9 +31,9 @@ class StandaloneRouter final : public Router {
 
 }  // namespace
 
-Node::Node(Endpoint ep, const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
+Node::Node(Target target, std::size_t pool_size, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
            spdlog::logger& log)
-    : server(std::move(ep), server_options(o), counters, log), wake(server, wake_config, sink, counters, log) {}
+    : server(std::move(target), pool_size, counters, log), wake(server, wake_config, sink, counters, log) {}
 
 Notify Router::start() {
   Notify mode = Notify::publish;
@@ -42,7 +53,9 @@ void Router::stop() noexcept {
 std::unique_ptr<Router> make_router(const Options& o, const std::string& client_id, WakeSink& sink, Counters& counters,
                                     spdlog::logger& log) {
   WakeConfig wake{o.notify, o.key_prefix, client_id, o.connect_timeout, o.configure_keyspace_events};
-  return std::make_unique<StandaloneRouter>(o, wake, sink, counters, log);
+  Endpoint ep = parse_url(o.url);
+  Target target{ep, tls_context_for(o, ep, log), o.connect_timeout, o.command_timeout};
+  return std::make_unique<StandaloneRouter>(std::move(target), o, wake, sink, counters, log);
 }
 
 }  // namespace fairlock::detail

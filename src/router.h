@@ -19,7 +19,7 @@ namespace fairlock::detail {
 
 // One server and its wake subscriber.
 struct Node {
-  Node(Endpoint ep, const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
+  Node(Target target, std::size_t pool_size, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
        spdlog::logger& log);
   Server server;
   Wake wake;
@@ -38,7 +38,7 @@ class Router {
   void stop() noexcept;
 };
 
-// The router for Options::url (redis:// or unix://).
+// The router for Options::url (redis://, rediss:// or unix://).
 std::unique_ptr<Router> make_router(const Options& o, const std::string& client_id, WakeSink& sink, Counters& counters,
                                     spdlog::logger& log);
 

@@ -2,12 +2,11 @@
 
 namespace fairlock::detail {
 
-Server::Server(Endpoint ep, ServerOptions o, Counters& counters, spdlog::logger& log)
-    : ep_(std::move(ep)),
-      opts_(o),
+Server::Server(Target target, std::size_t pool_size, Counters& counters, spdlog::logger& log)
+    : target_(std::move(target)),
       counters_(counters),
-      commands_(ep_, o.connect_timeout, o.command_timeout, o.pool_size, counters, log),
-      heartbeat_(ep_, o.connect_timeout, o.command_timeout, 1, counters, log) {}
+      commands_(target_, pool_size, counters, log),
+      heartbeat_(target_, 1, counters, log) {}
 
 ReplyPtr Server::run(Script s, const Keys& keys, std::vector<std::string> args) {
   std::vector<ScriptCall> calls{ScriptCall{s, &keys, std::move(args)}};
@@ -19,7 +18,7 @@ ReplyPtr Server::run(Script s, const Keys& keys, std::vector<std::string> args) 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane) {
   Pool& pool = lane == Lane::heartbeat ? heartbeat_ : commands_;
   return pool.with([&](Connection& c) {
-    return run_scripts(c, calls, opts_.command_timeout, [this] { counters_.add(&Stats::script_reloads); });
+    return run_scripts(c, calls, target_.command_timeout, [this] { counters_.add(&Stats::script_reloads); });
   });
 }
 
@@ -34,7 +33,7 @@ std::vector<ReplyPtr> Server::pipeline(const std::vector<Argv>& commands) {
 }
 
 std::unique_ptr<Connection> Server::connect() const {
-  return std::make_unique<Connection>(ep_, opts_.connect_timeout, opts_.command_timeout);
+  return std::make_unique<Connection>(target_);
 }
 
 }  // namespace fairlock::detail

@@ -21,15 +21,9 @@ namespace fairlock::detail {
 // that fill the command pool never delay it.
 enum class Lane { commands, heartbeat };
 
-struct ServerOptions {
-  std::chrono::milliseconds connect_timeout;
-  std::chrono::milliseconds command_timeout;
-  std::size_t pool_size;
-};
-
 class Server {
  public:
-  Server(Endpoint ep, ServerOptions o, Counters& counters, spdlog::logger& log);
+  Server(Target target, std::size_t pool_size, Counters& counters, spdlog::logger& log);
 
   // One script call; an error reply is thrown typed (ServerError, ...).
   ReplyPtr run(Script s, const Keys& keys, std::vector<std::string> args);
@@ -40,11 +34,10 @@ class Server {
   std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
   // A connection of its own (the subscriber's).
   std::unique_ptr<Connection> connect() const;
-  const Endpoint& endpoint() const { return ep_; }
+  const Endpoint& endpoint() const { return target_.endpoint; }
 
  private:
-  const Endpoint ep_;
-  const ServerOptions opts_;
+  const Target target_;
   Counters& counters_;
   Pool commands_;
   Pool heartbeat_;

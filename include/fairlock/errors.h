@@ -17,6 +17,30 @@ class ConnectionError : public Error {
   using Error::Error;
 };
 
+// A TLS connection could not be set up, or a plain one reached a TLS port.
+// reason() says which; what() says it in words, with the server and names.
+class TlsError : public ConnectionError {
+ public:
+  enum class Reason {
+    bad_config,         // a file of Options::tls cannot be read or used
+    unknown_ca,         // the server's certificate chain ends in no trusted CA
+    name_mismatch,      // the certificate is not for the name connected to
+    expired,            // the certificate (or one in its chain) has expired
+    not_yet_valid,      // ... is not valid yet
+    untrusted,          // verification failed otherwise (what() says why)
+    handshake_refused,  // the server refused: client certificate, version, ciphers
+    not_tls,            // rediss:// to a port that does not speak TLS
+    tls_required,       // redis:// to a port that closes plain connections
+    no_handshake,       // no TLS reply within connect_timeout (a paused server,
+                        // or a plain port that waits for a line)
+  };
+  TlsError(Reason reason, const std::string& what) : ConnectionError(what), reason_(reason) {}
+  Reason reason() const noexcept { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
 // A command, or a wait with a deadline, ran out of time.
 class TimeoutError : public Error {
  public:

@@ -27,10 +27,34 @@ enum class Notify {
   poll,      // no signal: position-aware polling and the heartbeat only
 };
 
+enum class TlsVersion { v1_2, v1_3 };
+
+// TLS settings, used when Options::url starts with rediss://. The server's
+// certificate and name are always verified unless the opt-out below is set.
+struct TlsOptions {
+  // CAs to trust: a PEM file and/or a directory of hashed certificates
+  // (c_rehash); both empty means the system's default store.
+  std::string ca_file;
+  std::string ca_dir;
+  // Client certificate (PEM, may hold its chain) and its private key, for
+  // servers that require them (tls-auth-clients yes): both or neither.
+  std::string cert_file;
+  std::string key_file;
+  // The name sent as SNI and checked against the certificate; empty means
+  // the URL's host (an IP address is checked against the certificate's IPs).
+  std::string server_name;
+  TlsVersion min_version = TlsVersion::v1_2;
+  // For test setups only: accept any certificate for any name. Anyone on
+  // the path can then read and change every command. Logged as a warning.
+  bool insecure_skip_verify_testing_only = false;
+};
+
 // Connection and process-wide settings of a Client.
 struct Options {
-  // "redis://[user:password@]host:port[/db]" or "unix:///path/redis.sock[?db=N]"
+  // "redis://[user:password@]host:port[/db]", the same with "rediss://" for
+  // TLS (see tls), or "unix:///path/redis.sock[?db=N]"
   std::string url = "redis://127.0.0.1:6379";
+  TlsOptions tls;
   // Prefix of every key and channel; no '{' or '}'.
   std::string key_prefix = "fairlock";
   std::chrono::milliseconds connect_timeout{2000};
