@@ -58,13 +58,19 @@ auto Connection::guarded(F&& f) -> decltype(f()) {
   }
 }
 
-void Connection::lost(Io io) const {
+void Connection::lost(Io io) {
   if (io == Io::would_block) throw TimeoutError("redis: no reply from " + where_ + " within command_timeout");
   if (!answered_ && !stream_->is_tls()) {
     // A TLS-only port resets a plain client on its first bytes.
     throw TlsError(TlsError::Reason::tls_required,
                    "redis: " + where_ + " closed the connection before its first reply (a TLS port? then use "
                    "rediss://; or the server went away)");
+  }
+  if (!answered_) {
+    // TLS 1.3: a server that refuses this client's certificate says so in an
+    // alert after the handshake, which may sit unread behind a failed write.
+    char buf[512];
+    stream_->read(buf, sizeof buf, true);  // throws the TlsError if so
   }
   throw ConnectionError("redis: " + where_ + (io == Io::reset ? " reset the connection" : " closed the connection"));
 }

@@ -59,7 +59,7 @@ class Connection {
   ReplyPtr next_reply();
   ReplyPtr parsed();
   bool receive(bool dont_wait);
-  [[noreturn]] void lost(Io io) const;
+  [[noreturn]] void lost(Io io);
   std::string where_;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<redisReader, ReaderDeleter> reader_;

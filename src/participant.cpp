@@ -9,10 +9,19 @@
 #include "client_impl.h"
 #include "fairlock/errors.h"
 #include "router.h"
+#include "tls.h"
 
 namespace fairlock::detail {
 
 using std::chrono::steady_clock;
+
+namespace {
+
+// The server refused (an error reply), or the setup is wrong (a certificate
+// that does not verify): waiting and asking again cannot help.
+bool refused(const Error& e) { return dynamic_cast<const ServerError*>(&e) != nullptr || wrong_setup(e); }
+
+}  // namespace
 
 Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits, LockOptions opts)
     : client_(std::move(client)),
@@ -118,11 +127,9 @@ void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& membe
         detail::acquire(node().server, keys_, {member, permits_, opts_.lease, client_->options().liveness_ttl, queue});
     lk.lock();
     apply(lk, claim_.on_acquired(reply, sent));
-  } catch (const ServerError&) {
-    if (!lk.owns_lock()) lk.lock();
-    throw;
   } catch (const Error& e) {
     if (!lk.owns_lock()) lk.lock();
+    if (refused(e)) throw;
     const bool not_run = dynamic_cast<const ScriptsFlushed*>(&e) != nullptr;
     if (!claim_.on_ask_failed(steady_clock::now(), not_run ? Claim::Failure::not_run : Claim::Failure::unreachable)) {
       throw;

@@ -36,8 +36,9 @@ class TlsContext {
   bool verify_;
 };
 
-// Whether a wait retries this error as it retries an unreachable server:
-// a failure that may be a server going away or paused, not a wrong setup.
-bool transient(const TlsError& e);
+// A TlsError that retrying cannot cure (a certificate that does not verify,
+// a refused handshake), unlike those that may be a server going away or
+// paused: waits retry those as they retry an unreachable server.
+bool wrong_setup(const std::exception& e);
 
 }  // namespace fairlock::detail

@@ -93,8 +93,9 @@ std::string openssl_reason() {
   return std::string(": ") + buf;
 }
 
-bool transient(const TlsError& e) {
-  return e.reason() == Reason::tls_required || e.reason() == Reason::no_handshake;
+bool wrong_setup(const std::exception& e) {
+  const auto* tls = dynamic_cast<const TlsError*>(&e);
+  return tls != nullptr && tls->reason() != Reason::tls_required && tls->reason() != Reason::no_handshake;
 }
 
 void throw_handshake_failure(ssl_st* ssl, int ssl_error, int sys_errno, const TlsPeer& peer) {

@@ -11,6 +11,7 @@
 #include "fairlock/errors.h"
 #include "protocol.h"
 #include "server.h"
+#include "tls.h"
 
 namespace fairlock::detail {
 
@@ -38,9 +39,10 @@ Notify Wake::start() {
   if (config_.mode == Notify::publish) {
     // Be subscribed before the first wait, so no early wake is lost.
     std::unique_lock<std::mutex> lk(mu_);
-    if (!cv_.wait_for(lk, config_.confirm_timeout, [&] { return signals_ok_.load(); })) {
+    if (!cv_.wait_for(lk, config_.confirm_timeout, [&] { return signals_ok_.load() || refused_; })) {
       log_.warn("fairlock: wake subscriber not ready; waiting polls until it is");
     }
+    if (refused_ && !signals_ok_.load()) std::rethrow_exception(refused_);
   }
   return config_.mode;
 }
@@ -78,9 +80,19 @@ bool Wake::keyspace_configured() {
     if (flags_ok(value)) return true;
     log_.warn("fairlock: notify-keyspace-events is '{}', lacking K and $ (or A); falling back to polling", value);
   } catch (const std::exception& e) {
+    if (wrong_setup(e)) throw;
     log_.warn("fairlock: cannot check notify-keyspace-events ({}); falling back to polling", e.what());
   }
   return false;
+}
+
+// A TLS setup that cannot work (a certificate that does not verify) is
+// reported by start(), so that the Client's constructor throws it.
+void Wake::note_refusal(const std::exception& e) {
+  if (!wrong_setup(e) || started_once_) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!refused_) refused_ = std::make_exception_ptr(dynamic_cast<const TlsError&>(e));
+  cv_.notify_all();
 }
 
 void Wake::poke() {
@@ -142,6 +154,7 @@ void Wake::loop() {
       session(*c);
     } catch (const std::exception& e) {
       if (stopping_.load()) break;
+      note_refusal(e);
       if (signals_ok_.exchange(false) || !failed_before) {
         log_.warn("fairlock: wake subscriber down ({}); waiters poll until it is back", e.what());
       }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <set>
@@ -62,6 +63,7 @@ class Wake {
  private:
   bool keyspace_configured();
   void loop();
+  void note_refusal(const std::exception& e);
   void session(Connection& c);
   void sync(Connection& c, std::set<std::string>& sent);
   void dispatch(const redisReply& r);
@@ -78,6 +80,7 @@ class Wake {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> signals_ok_{false};
   bool started_once_ = false;  // subscriber thread only
+  std::exception_ptr refused_;  // a wrong setup met before the first start (guarded by mu_)
   int event_fd_ = -1;
   std::thread thread_;
   std::mutex join_mu_;

@@ -2,7 +2,9 @@
 //   helper URL hold  NAME LEASE_MS            lock, print "fence N", sleep until killed
 //   helper URL wait  NAME LIVENESS_MS         lock, print "granted N", unlock, exit
 //   helper URL count NAME ITER KEY            ITER x (lock; GET KEY; SET KEY v+1; unlock)
-//   helper URL order NAME LOGKEY ID           lock; RPUSH LOGKEY ID; unlock
+//   helper URL order NAME LOGKEY ID [CAFILE PLAIN_PORT]
+//                                             lock; RPUSH LOGKEY ID; unlock (over TLS: a rediss://
+//                                             URL, its CA, and the plain port for RPUSH)
 #include <fairlock/fairlock.h>
 #include <hiredis/hiredis.h>
 
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
   std::string url = argv[1], mode = argv[2], name = argv[3];
   fairlock::Options opts;
   opts.url = url;
+  if (mode == "order" && argc > 7) opts.tls.ca_file = argv[6];
   if (mode == "wait" && argc > 4) opts.liveness_ttl = std::chrono::milliseconds(std::atoll(argv[4]));
   fairlock::Client client(opts);
   if (mode == "hold") {
@@ -43,7 +46,8 @@ int main(int argc, char** argv) {
   }
   // count / order need a plain connection for the protected resource.
   auto colon = url.rfind(':');
-  redisContext* c = redisConnect("127.0.0.1", std::atoi(url.c_str() + colon + 1));
+  int plain_port = (mode == "order" && argc > 7) ? std::atoi(argv[7]) : std::atoi(url.c_str() + colon + 1);
+  redisContext* c = redisConnect("127.0.0.1", plain_port);
   if (!c || c->err) return 3;
   fairlock::FairLock lock(client, name);
   if (mode == "count") {

@@ -48,12 +48,21 @@ std::string reply_text(const redisReply* r) {
   }
 }
 
-RedisServer::RedisServer(std::vector<std::string> extra) : extra_(std::move(extra)) {
+RedisServer::RedisServer(std::vector<std::string> extra) : RedisServer(std::move(extra), TlsPort{}) {}
+
+RedisServer::RedisServer(std::vector<std::string> extra, TlsPort tls) : extra_(std::move(extra)) {
   char tmpl[] = "/tmp/fairlock-redis-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
   for (int attempt = 0;; ++attempt) {
     port_ = free_port();
+    if (!tls.cert_file.empty()) {
+      tls_port_ = free_port();
+      tls_args_ = {"--tls-port",         std::to_string(tls_port_), "--tls-cert-file",    tls.cert_file,
+                   "--tls-key-file",     tls.key_file,              "--tls-ca-cert-file", tls.ca_file,
+                   "--tls-auth-clients", tls.auth_clients ? "yes" : "no"};
+      tls_args_.insert(tls_args_.end(), tls.extra.begin(), tls.extra.end());
+    }
     try {
       start();
       return;
@@ -86,6 +95,7 @@ void RedisServer::start() {
       "--save",           "",       "--appendonly",        "no",     "--daemonize", "no",    "--logfile",
       dir_ + "/redis.log"};
   for (const auto& e : extra_) args.push_back(e);
+  for (const auto& e : tls_args_) args.push_back(e);
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {

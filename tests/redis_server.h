@@ -10,16 +10,28 @@ struct redisReply;
 
 namespace fairlock::test {
 
+// A TLS port beside the plain one (which tests and readiness checks use).
+struct TlsPort {
+  std::string cert_file, key_file, ca_file;  // the server's certificate, key, and CA for client certificates
+  bool auth_clients = false;                 // tls-auth-clients
+  std::vector<std::string> extra;            // e.g. {"--tls-protocols", "TLSv1.2"}
+};
+
 class RedisServer {
  public:
   // extra: additional "--option value" arguments.
   explicit RedisServer(std::vector<std::string> extra = {});
+  RedisServer(std::vector<std::string> extra, TlsPort tls);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
   int port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  int tls_port() const { return tls_port_; }
+  std::string tls_url(const std::string& host = "127.0.0.1") const {
+    return "rediss://" + host + ":" + std::to_string(tls_port_);
+  }
   void pause();    // SIGSTOP
   void resume();   // SIGCONT
   void kill();     // SIGKILL and reap
@@ -31,8 +43,10 @@ class RedisServer {
  private:
   void start();
   std::vector<std::string> extra_;
+  std::vector<std::string> tls_args_;
   std::string dir_;
   int port_ = 0;
+  int tls_port_ = 0;
   pid_t pid_ = -1;
 };
 

@@ -1,0 +1,279 @@
+// TLS (rediss://) against real redis-servers with a TLS port, certificates
+// made at test time (tests/tls_pki.cpp): the lock works over TLS, and every
+// setup that must not work fails with its typed error and leaves nothing in
+// any queue.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "child.h"
+#include "connection.h"
+#include "fairlock/errors.h"
+#include "test_util.h"
+#include "tls.h"
+#include "tls_pki.h"
+
+namespace fairlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Reason = TlsError::Reason;
+
+TlsPort tls_port(const std::string& cert, bool auth_clients = false, std::vector<std::string> extra = {}) {
+  return TlsPort{cert, pki().server_key, pki().ca, auth_clients, std::move(extra)};
+}
+
+// The shared TLS server: a certificate for localhost and 127.0.0.1 signed by the test CA.
+RedisServer& tls_server() {
+  static RedisServer s({}, tls_port(pki().server));
+  return s;
+}
+
+Options tls_opts(const RedisServer& s, const std::string& host = "127.0.0.1", Notify notify = Notify::publish) {
+  Options o = opts_for(s, notify);
+  o.url = s.tls_url(host);
+  o.tls.ca_file = pki().ca;
+  return o;
+}
+
+// The TlsError a client setup ends with: thrown by the Client's constructor
+// (its subscriber connects first) or, in poll mode, by the first try_lock.
+Reason failure_of(const Options& o, const std::string& name) {
+  try {
+    Client c(o);
+    FairLock lock(c, name);
+    (void)lock.try_lock();
+  } catch (const TlsError& e) {
+    return e.reason();
+  }
+  ADD_FAILURE() << "no TlsError";
+  return Reason::bad_config;
+}
+
+void expect_refused(const RedisServer& s, const Options& o, Reason want, const std::string& msg_part) {
+  for (Notify n : {Notify::publish, Notify::poll}) {
+    Options with = o;
+    with.notify = n;
+    std::string name = unique_name("tls-refused");
+    try {
+      Client c(with);
+      FairLock lock(c, name);
+      (void)lock.try_lock_for(5s);
+      ADD_FAILURE() << "no TlsError";
+    } catch (const TlsError& e) {
+      EXPECT_EQ(e.reason(), want) << e.what();
+      EXPECT_NE(std::string(e.what()).find(msg_part), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not a TlsError (notify " << static_cast<int>(n) << "): " << e.what();
+    }
+    EXPECT_EQ(keys_of(s, name), "");  // nothing queued, nothing held
+  }
+}
+
+TEST(Tls, LockAndSemaphoreWorkOverTls) {
+  Client client(tls_opts(tls_server()));
+  std::string name = unique_name("tls-lock");
+  FairLock lock(client, name);
+  lock.lock();
+  std::uint64_t first = lock.fence();
+  EXPECT_EQ(lock.release(), Released::released);
+  lock.lock();
+  EXPECT_GT(lock.fence(), first);
+  lock.unlock();
+
+  Client other(tls_opts(tls_server(), "localhost"));  // verified by DNS name too
+  std::string sem = unique_name("tls-sem");
+  FairSemaphore a(client, sem, 2), b(other, sem, 2), c(other, sem, 2);
+  a.lock();
+  b.lock();
+  EXPECT_FALSE(c.try_lock());
+  std::thread waiter([&] { EXPECT_TRUE(c.try_lock_for(20s)); });
+  ASSERT_TRUE(eventually([&] { return zcard(tls_server(), sem, "q") == 1; }));
+  a.unlock();
+  waiter.join();
+  EXPECT_TRUE(c.owns_lock());
+  b.unlock();
+  c.unlock();
+  EXPECT_GE(other.stats().wakes_signal, 1u);  // the handoff came through the TLS subscriber
+}
+
+TEST(Tls, ProcessesAreServedInArrivalOrderOverTls) {
+  Client client(tls_opts(tls_server()));
+  std::string name = unique_name("tls-fifo");
+  std::string log = "log:" + name;
+  FairLock gate(client, name);
+  gate.lock();
+  std::vector<std::unique_ptr<Child>> kids;
+  for (int i = 0; i < 4; ++i) {
+    kids.push_back(std::make_unique<Child>(std::vector<std::string>{
+        tls_server().tls_url(), "order", name, log, std::to_string(i), pki().ca, std::to_string(tls_server().port())}));
+    ASSERT_TRUE(eventually([&] { return zcard(tls_server(), name, "q") == i + 1; }));
+  }
+  gate.unlock();
+  for (auto& k : kids) EXPECT_EQ(k->wait(), 0);
+  EXPECT_EQ(tls_server().cmd({"LRANGE", log, "0", "-1"}), "0\n1\n2\n3");
+}
+
+TEST(Tls, MutualTlsNeedsAClientCertificateTheServerTrusts) {
+  RedisServer s({}, tls_port(pki().server, true));
+  Options o = tls_opts(s);
+  expect_refused(s, o, Reason::handshake_refused, "client certificate");
+  o.tls.cert_file = pki().foreign_client;
+  o.tls.key_file = pki().foreign_client_key;
+  expect_refused(s, o, Reason::handshake_refused, "refused this client");
+  o.tls.cert_file = pki().client;
+  o.tls.key_file = pki().client_key;
+  Client client(o);
+  FairLock lock(client, unique_name("mtls"));
+  lock.lock();
+  EXPECT_EQ(lock.release(), Released::released);
+}
+
+TEST(Tls, EveryCertificateThatDoesNotVerifyIsATypedError) {
+  RedisServer wrong_ca({}, tls_port(pki().wrong_ca));
+  expect_refused(wrong_ca, tls_opts(wrong_ca), Reason::unknown_ca, "ca_file");
+  RedisServer other_name({}, tls_port(pki().other_name));
+  expect_refused(other_name, tls_opts(other_name), Reason::name_mismatch, "'127.0.0.1'");
+  expect_refused(other_name, tls_opts(other_name, "localhost"), Reason::name_mismatch, "'localhost'");
+  RedisServer expired({}, tls_port(pki().expired));
+  expect_refused(expired, tls_opts(expired), Reason::expired, "expired");
+  RedisServer not_yet({}, tls_port(pki().not_yet));
+  expect_refused(not_yet, tls_opts(not_yet), Reason::not_yet_valid, "not yet valid");
+  Options system_store = tls_opts(tls_server());
+  system_store.tls.ca_file.clear();  // the test CA is not in the system's store
+  expect_refused(tls_server(), system_store, Reason::unknown_ca, "ca_file");
+}
+
+TEST(Tls, ServerNameSetsTheNameVerified) {
+  RedisServer other_name({}, tls_port(pki().other_name));
+  Options o = tls_opts(other_name);
+  o.tls.server_name = "other.example";
+  Client client(o);
+  FairLock lock(client, unique_name("sni"));
+  lock.lock();
+  EXPECT_EQ(lock.release(), Released::released);
+}
+
+TEST(Tls, VerificationOptOutAcceptsAnyCertificate) {
+  RedisServer wrong_ca({}, tls_port(pki().wrong_ca));
+  Options o = tls_opts(wrong_ca);
+  o.tls.ca_file.clear();
+  o.tls.insecure_skip_verify_testing_only = true;
+  Client client(o);
+  FairLock lock(client, unique_name("insecure"));
+  lock.lock();
+  EXPECT_EQ(lock.release(), Released::released);
+}
+
+TEST(Tls, PlainClientOnATlsPortIsTold) {
+  Options o = opts_for(tls_server(), Notify::poll);
+  o.url = "redis://127.0.0.1:" + std::to_string(tls_server().tls_port());
+  std::string name = unique_name("plain-on-tls");
+  EXPECT_EQ(failure_of(o, name), Reason::tls_required);
+  EXPECT_EQ(keys_of(tls_server(), name), "");
+}
+
+TEST(Tls, TlsClientOnAPlainPortIsTold) {
+  Options o = tls_opts(tls_server(), "127.0.0.1", Notify::poll);
+  o.url = "rediss://127.0.0.1:" + std::to_string(tls_server().port());
+  o.connect_timeout = 500ms;
+  std::string name = unique_name("tls-on-plain");
+  // Redis reads the ClientHello as an inline command: it either waits for a
+  // newline (no handshake reply) or answers an error (not TLS).
+  Reason r = failure_of(o, name);
+  EXPECT_TRUE(r == Reason::no_handshake || r == Reason::not_tls) << static_cast<int>(r);
+  EXPECT_EQ(keys_of(tls_server(), name), "");
+}
+
+TEST(Tls, MinimumVersionTheServerLacksIsRefused) {
+  RedisServer s({}, tls_port(pki().server, false, {"--tls-protocols", "TLSv1.2"}));
+  Options o = tls_opts(s);
+  o.tls.min_version = TlsVersion::v1_3;
+  expect_refused(s, o, Reason::handshake_refused, "TLS version");
+  o.tls.min_version = TlsVersion::v1_2;
+  Client client(o);
+  FairLock lock(client, unique_name("tls12"));
+  lock.lock();
+  EXPECT_EQ(lock.release(), Released::released);
+}
+
+TEST(Tls, BadTlsSettingsAreTypedErrors) {
+  auto reason_of = [](const Options& o) {
+    try {
+      Client c(o);
+    } catch (const TlsError& e) {
+      return e.reason();
+    }
+    ADD_FAILURE() << "no TlsError";
+    return Reason::untrusted;
+  };
+  Options o = tls_opts(tls_server());
+  o.tls.ca_file = pki().dir + "/missing.crt";
+  EXPECT_EQ(reason_of(o), Reason::bad_config);
+  o.tls.ca_file = pki().dir + "/ca.db/index.txt";  // not a certificate
+  EXPECT_EQ(reason_of(o), Reason::bad_config);
+  o = tls_opts(tls_server());
+  o.tls.ca_dir = pki().dir + "/missing";
+  EXPECT_EQ(reason_of(o), Reason::bad_config);
+  o = tls_opts(tls_server());
+  o.tls.cert_file = pki().client;
+  o.tls.key_file = pki().server_key;  // not the certificate's key
+  EXPECT_EQ(reason_of(o), Reason::bad_config);
+  o.tls.key_file.clear();
+  EXPECT_THROW(Client{o}, std::invalid_argument);
+  o = tls_opts(tls_server());
+  o.url = tls_server().url();  // TLS settings on a redis:// URL
+  EXPECT_THROW(Client{o}, std::invalid_argument);
+}
+
+TEST(Tls, KilledConnectionsAreReplacedOverTls) {
+  Options o = tls_opts(tls_server());
+  Client holder_client(o), waiter_client(o);
+  std::string name = unique_name("tls-kill");
+  LockOptions lo;
+  lo.lease = 10s;
+  FairLock held(holder_client, name, lo);
+  held.lock();
+  FairLock waiter(waiter_client, name);
+  std::thread t([&] { EXPECT_TRUE(waiter.try_lock_for(30s)); });
+  ASSERT_TRUE(eventually([&] { return zcard(tls_server(), name, "q") == 1; }));
+  for (const char* type : {"normal", "pubsub"}) tls_server().cmd({"CLIENT", "KILL", "TYPE", type});
+  EXPECT_EQ(held.release(), Released::released);  // on a fresh connection
+  t.join();
+  EXPECT_TRUE(waiter.owns_lock());
+  EXPECT_GT(waiter.fence(), held.fence());
+  waiter.unlock();
+  EXPECT_GE(holder_client.stats().reconnects + waiter_client.stats().reconnects, 1u);
+}
+
+// A server that closes the connection while a large command is being
+// written: the write fails with ConnectionError; it never raises SIGPIPE
+// (whose default action would end this process).
+TEST(Tls, AServerGoneAwayIsAnErrorNeverASignal) {
+  struct sigaction dfl {}, old {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &dfl, &old);
+  auto tls = std::make_shared<const detail::TlsContext>(tls_opts(tls_server()).tls);
+  for (bool over_tls : {false, true}) {
+    detail::Target t{detail::parse_url(over_tls ? tls_server().tls_url() : tls_server().url()),
+                     over_tls ? tls : nullptr, 2000ms, 2000ms};
+    detail::Connection c(t);
+    const std::string victim = over_tls ? "victim-tls" : "victim-plain";
+    c.command({"CLIENT", "SETNAME", victim});
+    std::string id = tls_server().cmd({"CLIENT", "LIST"});
+    tls_server().cmd({"CLIENT", "KILL", "SKIPME", "yes", "TYPE", "normal"});
+    const std::string big(4 << 20, 'x');
+    EXPECT_THROW(
+        {
+          for (int i = 0; i < 16; ++i) c.command({"SET", "sigpipe-probe", big});
+        },
+        ConnectionError);
+  }
+  ::sigaction(SIGPIPE, &old, nullptr);
+}
+
+}  // namespace
+}  // namespace fairlock::test
