@@ -249,6 +249,46 @@ TEST(Tls, KilledConnectionsAreReplacedOverTls) {
   EXPECT_GE(holder_client.stats().reconnects + waiter_client.stats().reconnects, 1u);
 }
 
+int cli_status(const std::vector<std::string>& args, std::string* output = nullptr) {
+  Child c(FAIRLOCK_CLI_PATH, args, true);
+  std::string out = c.rest();
+  if (output) *output = out;
+  return c.wait();
+}
+
+TEST(Tls, CommandLineFlagsFollowRedisCli) {
+  const std::string port = std::to_string(tls_server().tls_port());
+  const std::string name = unique_name("tls-cli");
+  EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "--cacert", pki().ca, "run", name, "--", "true"}), 0);
+  EXPECT_EQ(cli_status({"--url", "redis://localhost:" + port, "--tls", "--cacert", pki().ca, "status", name}), 0);
+  std::string out;
+  EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "run", name, "--", "true"}, &out), 78);  // system store
+  EXPECT_NE(out.find("does not verify"), std::string::npos) << out;
+  EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "--insecure", "status", name}), 0);
+  EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "--tls-min-version", "1.4", "status", name}), 64);
+  // The same settings from the environment.
+  Child env_run("/bin/sh",
+                {"-c", "FAIRLOCK_CACERT=" + pki().ca + " exec " + FAIRLOCK_CLI_PATH + " --url " +
+                           tls_server().tls_url() + " run " + name + " -- true"},
+                true);
+  env_run.rest();
+  EXPECT_EQ(env_run.wait(), 0);
+
+  RedisServer mutual({}, tls_port(pki().server, true));
+  const std::vector<std::string> base{"--url", mutual.tls_url(), "--cacert", pki().ca};
+  std::vector<std::string> with_cert = base;
+  for (const std::string& a : {std::string("--cert"), pki().client, std::string("--key"), pki().client_key}) {
+    with_cert.push_back(a);
+  }
+  with_cert.insert(with_cert.end(), {"run", name, "--", "true"});
+  EXPECT_EQ(cli_status(with_cert), 0);
+  std::vector<std::string> without = base;
+  without.insert(without.end(), {"run", name, "--", "true"});
+  EXPECT_EQ(cli_status(without, &out), 78);
+  EXPECT_NE(out.find("client certificate"), std::string::npos) << out;
+  EXPECT_EQ(keys_of(mutual, name), key(name, "seq"));  // the first run's fences only
+}
+
 // A server that closes the connection while a large command is being
 // written: the write fails with ConnectionError; it never raises SIGPIPE
 // (whose default action would end this process).

@@ -31,6 +31,7 @@ constexpr int kSoftware = 70;     // any other error
 constexpr int kWaitTimeout = 75;  // --wait ran out before the turn came
 constexpr int kLost = 76;         // the grant was lost while the command ran
 constexpr int kNotFound = 1;      // evict: no such token
+constexpr int kConfig = 78;       // a TLS setup that cannot work
 
 const char* const kUsageText = R"(usage: fairlock [--url URL] [--prefix P] COMMAND ...
 
@@ -47,10 +48,23 @@ Commands:
   evict NAME TOKEN          remove a wedged holder or waiter (next one is woken)
 
 Options:
-  --url URL       redis://[user:password@]host:port[/db] or unix:///path
+  --url URL       redis://[user:password@]host:port[/db], rediss://... (TLS)
+                  or unix:///path
                   (default: $FAIRLOCK_URL, else redis://127.0.0.1:6379)
   --prefix P      key prefix (default: fairlock)
   --help          this text;  --version  the version
+TLS (as redis-cli --tls; used with rediss:// or --tls; each value also from
+the environment variable named):
+  --tls               use TLS (turns a redis:// URL into rediss://)
+  --cacert FILE       CA certificates to trust          $FAIRLOCK_CACERT
+  --cacertdir DIR     directory of hashed CA certs      $FAIRLOCK_CACERTDIR
+                      (neither: the system's CA store)
+  --cert FILE         client certificate (mutual TLS)   $FAIRLOCK_CERT
+  --key FILE          its private key                   $FAIRLOCK_KEY
+  --sni NAME          name sent and verified            $FAIRLOCK_SNI
+                      (default: the URL's host)
+  --tls-min-version V 1.2 (default) or 1.3
+  --insecure          do not verify the server's certificate (tests only)
 Durations D: a number with ms, s, m or h (a bare number means seconds).
 
 Exit status:
@@ -58,8 +72,9 @@ Exit status:
   out; 76 if the grant was lost while the command ran (reported on stderr;
   the command is killed only with --kill-on-loss); 126/127 if the command
   cannot be run; 128+N if signal N interrupted the wait.
-  all: 64 bad usage, 69 Redis unreachable, 70 other errors; evict: 1 if the
-  token was not found.
+  all: 64 bad usage, 69 Redis unreachable, 70 other errors, 78 a TLS setup
+  that cannot work (certificate not verified, refused, bad file); evict: 1
+  if the token was not found.
 )";
 
 // The help of one command: its lines of the usage text, then the options.
@@ -167,17 +182,54 @@ std::string human(std::chrono::milliseconds d) {
 
 struct Args {
   std::string url, prefix = "fairlock", command;
+  fairlock::TlsOptions tls;
+  bool use_tls = false;
   std::vector<std::string> positional, exec;
   std::map<std::string, std::string> values;
   bool json = false, kill_on_loss = false, help = false;
 };
 
+void tls_from_environment(fairlock::TlsOptions& t) {
+  const std::pair<const char*, std::string*> vars[] = {{"FAIRLOCK_CACERT", &t.ca_file},
+                                                       {"FAIRLOCK_CACERTDIR", &t.ca_dir},
+                                                       {"FAIRLOCK_CERT", &t.cert_file},
+                                                       {"FAIRLOCK_KEY", &t.key_file},
+                                                       {"FAIRLOCK_SNI", &t.server_name}};
+  for (const auto& [name, field] : vars) {
+    const char* v = std::getenv(name);
+    if (v && *v) *field = v;
+  }
+}
+
+// One of the TLS options with a value; false if `key` is none of them.
+bool take_tls_option(const std::string& key, const std::string& value, fairlock::TlsOptions& t) {
+  if (key == "--tls-min-version") {
+    if (value != "1.2" && value != "1.3") throw UsageError("--tls-min-version: 1.2 or 1.3");
+    t.min_version = value == "1.3" ? fairlock::TlsVersion::v1_3 : fairlock::TlsVersion::v1_2;
+    return true;
+  }
+  const std::pair<const char*, std::string*> files[] = {{"--cacert", &t.ca_file},
+                                                        {"--cacertdir", &t.ca_dir},
+                                                        {"--cert", &t.cert_file},
+                                                        {"--key", &t.key_file},
+                                                        {"--sni", &t.server_name}};
+  for (const auto& [name, field] : files) {
+    if (key == name) {
+      *field = value;
+      return true;
+    }
+  }
+  return false;
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   const char* env = std::getenv("FAIRLOCK_URL");
   a.url = env && *env ? env : "redis://127.0.0.1:6379";
-  const std::vector<std::string> with_value = {"--url",  "--prefix",   "--permits", "--lease",
-                                               "--wait", "--interval", "--count"};
+  tls_from_environment(a.tls);
+  const std::vector<std::string> with_value = {"--url",    "--prefix", "--permits", "--lease",  "--wait",
+                                               "--interval", "--count", "--cacert",  "--cacertdir", "--cert",
+                                               "--key",    "--sni",    "--tls-min-version"};
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--") {
@@ -192,6 +244,10 @@ Args parse(int argc, char** argv) {
       a.json = true;
     } else if (s == "--kill-on-loss") {
       a.kill_on_loss = true;
+    } else if (s == "--tls") {
+      a.use_tls = true;
+    } else if (s == "--insecure") {
+      a.tls.insecure_skip_verify_testing_only = true;
     } else if (s.size() > 2 && s.compare(0, 2, "--") == 0) {
       std::string key = s, value;
       auto eq = s.find('=');
@@ -209,7 +265,7 @@ Args parse(int argc, char** argv) {
         a.url = value;
       } else if (key == "--prefix") {
         a.prefix = value;
-      } else {
+      } else if (!take_tls_option(key, value, a.tls)) {
         a.values[key] = value;
       }
     } else if (a.command.empty()) {
@@ -229,6 +285,12 @@ Args parse(int argc, char** argv) {
 fairlock::Options client_options(const Args& a, fairlock::Notify notify = fairlock::Notify::poll) {
   fairlock::Options o;
   o.url = a.url;
+  if (a.use_tls && o.url.rfind("redis://", 0) == 0) o.url.insert(5, "s");
+  const bool tls = o.url.rfind("rediss://", 0) == 0;
+  if (tls) o.tls = a.tls;  // (environment defaults do not apply to plain URLs)
+  if (!tls && (a.tls.insecure_skip_verify_testing_only || a.use_tls)) {
+    throw UsageError("--tls/--insecure need a redis:// or rediss:// URL");
+  }
   o.key_prefix = a.prefix;
   o.notify = notify;
   return o;
@@ -449,6 +511,13 @@ int cmd_evict(const Args& a) {
   return kNotFound;
 }
 
+// A TLS failure that retrying cannot cure (EX_CONFIG), unlike a server that
+// resets plain clients or does not answer the handshake (EX_UNAVAILABLE).
+bool wrong_tls_setup(const fairlock::TlsError& e) {
+  using R = fairlock::TlsError::Reason;
+  return e.reason() != R::tls_required && e.reason() != R::no_handshake;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -481,6 +550,9 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
     return kUsage;
+  } catch (const fairlock::TlsError& e) {
+    std::fprintf(stderr, "fairlock: %s\n", e.what());
+    return wrong_tls_setup(e) ? kConfig : kUnavailable;
   } catch (const fairlock::ConnectionError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
     return kUnavailable;
