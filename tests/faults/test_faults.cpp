@@ -11,6 +11,7 @@
 
 #include "fairlock_lua.h"
 #include "scenario.h"
+#include "tls_pki.h"
 
 namespace fairlock::faults {
 namespace {
@@ -596,15 +597,21 @@ int kill_connections(test::RedisServer& s, bool subscribers) {
   return n;
 }
 
-TEST(Faults, ConnectionsKilledUnderLoad) {
-  test::RedisServer server;
-  Scenario sc(server, "client-kill");
+// Over TLS, the workers connect to the server's TLS port (the checks and the
+// MONITOR use its plain port).
+void connections_killed_under_load(bool tls) {
+  test::RedisServer server = tls ? test::RedisServer({}, test::TlsPort{test::pki().server, test::pki().server_key,
+                                                                       test::pki().ca, false, {}})
+                                 : test::RedisServer();
+  Scenario sc(server, tls ? "client-kill-tls" : "client-kill");
   sc.start_log();
   const int seconds = 7;
   for (int i = 0; i < 3; ++i) {
-    sc.spawn("w" + std::to_string(i), {"locks=a,b", "sems=s:2", "threads=2", "seconds=" + std::to_string(seconds),
-                                       "seed=" + std::to_string(i + 21), "hold=0-30", "lease=1500", "liveness=1000",
-                                       std::string("notify=") + (i == 2 ? "keyspace" : "publish")});
+    std::vector<std::string> args = {"locks=a,b", "sems=s:2", "threads=2", "seconds=" + std::to_string(seconds),
+                                     "seed=" + std::to_string(i + 21), "hold=0-30", "lease=1500", "liveness=1000",
+                                     std::string("notify=") + (i == 2 ? "keyspace" : "publish")};
+    if (tls) args.insert(args.end(), {"url=" + server.tls_url(), "cacert=" + test::pki().ca});
+    sc.spawn("w" + std::to_string(i), args);
   }
   std::mt19937 rng(7);  // NOLINT(cert-msc51-cpp): a reproducible kill schedule
   int command_kills = 0, subscriber_kills = 0;
@@ -632,6 +639,9 @@ TEST(Faults, ConnectionsKilledUnderLoad) {
   touch_names(server, {{"a", 1}, {"b", 1}, {"s", 2}});
   EXPECT_EQ(leaked_keys(server), std::vector<std::string>{});
 }
+
+TEST(Faults, ConnectionsKilledUnderLoad) { connections_killed_under_load(false); }
+TEST(Faults, ConnectionsKilledUnderLoadOverTls) { connections_killed_under_load(true); }
 
 // The wake signal of a handoff is sent while the waiter's subscriber is
 // dead: CLIENT KILL TYPE pubsub and the release run in one MULTI/EXEC, so

@@ -5,6 +5,7 @@
 //
 //   fairlock_fault_worker key=value...
 //     url=redis://...    the lock server           rec=PORT   recorder port
+//     cacert=FILE        CA file for a rediss:// url
 //     ev=KEY             recorder list for events  wid=ID     worker id
 //     mode=loop|cmd      random operations for a bounded time, or driven by
 //                        stdin commands (lock N, for N MS, try N, unlock N, exit)
@@ -60,7 +61,7 @@ struct Range {
 };
 
 struct Config {
-  std::string url, ev, wid = "w", mode = "loop", notify = "publish";
+  std::string url, cacert, ev, wid = "w", mode = "loop", notify = "publish";
   int rec = 0, threads = 1;
   std::vector<std::pair<std::string, std::uint32_t>> names;
   double seconds = 0;
@@ -89,6 +90,7 @@ Config parse(int argc, char** argv) {
     if (eq == std::string::npos) throw std::invalid_argument("bad argument " + a);
     std::string k = a.substr(0, eq), v = a.substr(eq + 1);
     if (k == "url") c.url = v;
+    else if (k == "cacert") c.cacert = v;
     else if (k == "rec") c.rec = std::atoi(v.c_str());
     else if (k == "ev") c.ev = v;
     else if (k == "wid") c.wid = v;
@@ -215,6 +217,7 @@ class Worker {
   explicit Worker(const Config& cfg) : cfg_(cfg), shared_(cfg.rec) {
     Options o;
     o.url = cfg.url;
+    o.tls.ca_file = cfg.cacert;
     o.liveness_ttl = milliseconds(cfg.liveness);
     o.command_timeout = milliseconds(cfg.cmd_timeout);
     o.connect_timeout = milliseconds(cfg.connect_timeout);
