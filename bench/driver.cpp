@@ -39,6 +39,8 @@ void parse_args(Env& e, int argc, char** argv) {
     else if (a == "--micro") e.micro_json = next();
     else if (a == "--git-rev") e.git_rev = next();
     else if (a == "--pool-size") e.pool_size = std::atoi(next().c_str());
+    else if (a == "--tls-port") e.tls_port = std::atoi(next().c_str());
+    else if (a == "--cacert") e.cacert = next();
     else if (a == "--ws") {
       std::stringstream in(next());
       std::string w;
@@ -52,7 +54,7 @@ void parse_args(Env& e, int argc, char** argv) {
   if (e.port <= 0)
     throw std::runtime_error(
         "usage: fairlock_bench run --port P [--smoke] [--json F] [--md F] "
-        "[--chart-data DIR] [--micro F] [--only ABCDEFG]");
+        "[--chart-data DIR] [--micro F] [--only ABCDEFGT] [--tls-port P --cacert F]");
 }
 
 // The rest of the set-up: this executable (the workers run it), the chart
@@ -123,7 +125,7 @@ void run_scenarios(Env& e) {
     void (*fn)(Env&);
   };
   const Step steps[] = {{'A', scenario_A}, {'B', scenario_B}, {'C', scenario_C}, {'D', scenario_D},
-                        {'E', scenario_E}, {'F', scenario_F}, {'G', scenario_G}};
+                        {'E', scenario_E}, {'F', scenario_F}, {'G', scenario_G}, {'T', scenario_T}};
   for (const auto& s : steps) {
     if (!e.wants(s.id)) continue;
     try {

@@ -22,6 +22,8 @@ struct Env {
   std::set<char> only;
   std::vector<int> ws;  // --ws: restrict B's participant counts (development)
   int pool_size = 0;    // --pool-size: the workers' connection pool (development; 0 = library default)
+  int tls_port = 0;     // the same server's TLS port (scenario T), 0 if none
+  std::string cacert;   // the CA that signed its certificate
   std::int64_t tol_ns = 2 * kMs;
   int pings = 300;
   std::unique_ptr<Redis> admin;   // INFO, CONFIG, FLUSHALL
@@ -31,6 +33,7 @@ struct Env {
 
   bool wants(char s) const { return only.empty() || only.count(s) > 0; }
   std::string url() const { return "redis://" + host + ":" + std::to_string(port); }
+  std::string tls_url() const { return "rediss://" + host + ":" + std::to_string(tls_port); }
   void fail(const std::string& what) { report.fail(what); }
 };
 

@@ -98,6 +98,10 @@ std::vector<std::string> worker_args(const Env& e, const RunSpec& s, const std::
   opt("--max-s", std::to_string(max_s));
   opt("--out", rec);
   opt("--pool-size", std::to_string(e.pool_size));
+  if (s.tls) {
+    opt("--tls-port", std::to_string(e.tls_port));
+    opt("--cacert", e.cacert);
+  }
   return args;
 }
 

@@ -9,7 +9,7 @@
 #                           the build directory, never over bench/results
 #
 # Options: --build-dir DIR  build there (default: build-bench/ at the repository root)
-#          --only ABCDEFG   run only these scenarios (no chart)
+#          --only ABCDEFGT  run only these scenarios (no chart)
 #          --no-build       use the binaries already in the build directory
 #
 # Exits non-zero only if the benchmark itself is broken (build failure, a
@@ -41,7 +41,7 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 # Required: what the library needs. Optional: Google Benchmark (the micro
 # benchmarks) and gnuplot (the chart). As root, the full run installs what is
 # missing; the smoke run never installs anything and skips what is absent.
-REQUIRED=(cmake g++ make pkg-config libhiredis-dev libspdlog-dev redis-server)
+REQUIRED=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl libspdlog-dev redis-server)
 OPTIONAL=(libbenchmark-dev gnuplot-nox)
 if command -v dpkg-query >/dev/null; then
   missing=()
@@ -107,10 +107,22 @@ ping_redis() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'PING\r\n' >&3 && timeout 2 head -c 7 <&3 | grep -q PONG) 2>/dev/null
   fi
 }
+# A TLS port too (scenario T), with a CA and certificate made here.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=bench CA" \
+  -keyout "$TMP/ca.key" -out "$TMP/ca.crt" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
+  -keyout "$TMP/server.key" -out "$TMP/server.csr" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$TMP/san.ext"
+openssl x509 -req -in "$TMP/server.csr" -CA "$TMP/ca.crt" -CAkey "$TMP/ca.key" -CAcreateserial -days 2 \
+  -extfile "$TMP/san.ext" -out "$TMP/server.crt" 2>/dev/null
 PORT=""
+TLS_PORT=""
 for attempt in 1 2 3 4 5; do
   PORT="$("$BIN" free-port)"
+  TLS_PORT="$("$BIN" free-port)"
   redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" \
+    --tls-port "$TLS_PORT" --tls-cert-file "$TMP/server.crt" --tls-key-file "$TMP/server.key" \
+    --tls-ca-cert-file "$TMP/ca.crt" --tls-auth-clients no \
     --logfile "$TMP/redis.log" --daemonize no &
   REDIS_PID=$!
   for _ in $(seq 100); do
@@ -144,7 +156,7 @@ elif [ -z "$ONLY" ]; then
 fi
 
 # ---------------------------------------------------------------- driver
-RUN_ARGS=(run --port "$PORT" --json "$OUT/latest.json" --md "$OUT/latest.md" --chart-data "$TMP")
+RUN_ARGS=(run --port "$PORT" --tls-port "$TLS_PORT" --cacert "$TMP/ca.crt" --json "$OUT/latest.json" --md "$OUT/latest.md" --chart-data "$TMP")
 [ "$MODE" = smoke ] && RUN_ARGS+=(--smoke)
 [ -n "$ONLY" ] && RUN_ARGS+=(--only "$ONLY")
 REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"

@@ -37,6 +37,8 @@ struct Args {
   int liveness_ms = 5000;
   int max_s = 120;
   int pool_size = 0;  // 0: the library's default
+  int tls_port = 0;   // fairlock over TLS to this port (with cacert)
+  std::string cacert;
   std::string out;
 };
 
@@ -56,6 +58,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--max-s") a.max_s = std::atoi(v.c_str());
     else if (k == "--out") a.out = v;
     else if (k == "--pool-size") a.pool_size = std::atoi(v.c_str());
+    else if (k == "--tls-port") a.tls_port = std::atoi(v.c_str());
+    else if (k == "--cacert") a.cacert = v;
     else throw std::runtime_error("worker: unknown argument " + k);
   }
   if (a.port <= 0 || a.threads < 1 || a.out.empty()) throw std::runtime_error("worker: missing arguments");
@@ -180,6 +184,10 @@ class Participants {
 void Participants::connect_fair() {
   fairlock::Options o;
   o.url = "redis://" + host_ + ":" + std::to_string(a_.port);
+  if (a_.tls_port > 0) {
+    o.url = "rediss://" + host_ + ":" + std::to_string(a_.tls_port);
+    o.tls.ca_file = a_.cacert;
+  }
   o.notify = a_.notify == "keyspace" ? fairlock::Notify::keyspace
              : a_.notify == "poll"   ? fairlock::Notify::poll
                                      : fairlock::Notify::publish;
