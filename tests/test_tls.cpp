@@ -289,6 +289,18 @@ TEST(Tls, CommandLineFlagsFollowRedisCli) {
   EXPECT_EQ(keys_of(mutual, name), key(name, "seq"));  // the first run's fences only
 }
 
+#ifdef FAIRLOCK_TLS_EXAMPLE_PATH
+// The README's promise: a rediss:// URL and a CA file are enough.
+TEST(Tls, TheExampleReachesATlsServerWithAUrlAndACaFile) {
+  Child ok(FAIRLOCK_TLS_EXAMPLE_PATH, {tls_server().tls_url("localhost"), pki().ca}, true);
+  EXPECT_NE(ok.rest().find("holding orders:42 over TLS with fence"), std::string::npos);
+  EXPECT_EQ(ok.wait(), 0);
+  Child wrong(FAIRLOCK_TLS_EXAMPLE_PATH, {tls_server().tls_url(), pki().other_ca}, true);
+  EXPECT_NE(wrong.rest().find("does not verify"), std::string::npos);
+  EXPECT_EQ(wrong.wait(), 1);
+}
+#endif
+
 // A server that closes the connection while a large command is being
 // written: the write fails with ConnectionError; it never raises SIGPIPE
 // (whose default action would end this process).
