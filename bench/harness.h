@@ -22,7 +22,7 @@ struct RunSpec {
   int duration_ms = 3000;
   int hold_us = 0;
   int liveness_ms = 5000;
-  bool tls = false;  // the workers connect to the TLS port
+  bool tls = false;      // the workers connect to the TLS port
   bool observe = false;  // subscribe to the workers' wake channels: the server's grant order
   int W() const { return procs * threads; }
 };

@@ -61,8 +61,8 @@ void report_T(Env& e, Pairs& plain, Pairs& tls, std::map<bool, std::vector<Measu
                   pair_tls, pair_tls / pair_plain));
   e.report.md(fmt("| W = %d grants/s | %s | %s | %.2f |\n", W, thousands(sp.grants_per_s).c_str(),
                   thousands(st.grants_per_s).c_str(), st.grants_per_s / sp.grants_per_s));
-  e.report.md(fmt("| W = %d handoff p50 | %.0f µs | %.0f µs | %.2f |\n", W, sp.p50_us, st.p50_us,
-                  st.p50_us / sp.p50_us));
+  e.report.md(
+      fmt("| W = %d handoff p50 | %.0f µs | %.0f µs | %.2f |\n", W, sp.p50_us, st.p50_us, st.p50_us / sp.p50_us));
   Json j = Json::object();
   j["W"] = W;
   j["pair_us_plain"] = pair_plain;

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   fairlock::Options opts;
-  opts.url = argv[1];         // rediss://[user:password@]host:port[/db]
+  opts.url = argv[1];          // rediss://[user:password@]host:port[/db]
   opts.tls.ca_file = argv[2];  // PEM; leave empty to use the system's CA store
   try {
     fairlock::Client client(opts);

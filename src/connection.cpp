@@ -63,8 +63,9 @@ void Connection::lost(Io io) {
   if (!answered_ && !stream_->is_tls()) {
     // A TLS-only port resets a plain client on its first bytes.
     throw TlsError(TlsError::Reason::tls_required,
-                   "redis: " + where_ + " closed the connection before its first reply (a TLS port? then use "
-                   "rediss://; or the server went away)");
+                   "redis: " + where_ +
+                       " closed the connection before its first reply (a TLS port? then use "
+                       "rediss://; or the server went away)");
   }
   if (!answered_) {
     // TLS 1.3: a server that refuses this client's certificate says so in an

@@ -7,10 +7,7 @@
 namespace fairlock::detail {
 
 Pool::Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log)
-    : target_(std::move(target)),
-      size_(size),
-      counters_(counters),
-      log_(log) {}
+    : target_(std::move(target)), size_(size), counters_(counters), log_(log) {}
 
 std::unique_ptr<Connection> Pool::take() {
   std::unique_lock<std::mutex> lk(mu_);

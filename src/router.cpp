@@ -19,8 +19,8 @@ std::shared_ptr<const TlsContext> tls_context_for(const Options& o, const Endpoi
 
 class StandaloneRouter final : public Router {
  public:
-  StandaloneRouter(Target target, const Options& o, const WakeConfig& wake_config, WakeSink& sink,
-                   Counters& counters, spdlog::logger& log)
+  StandaloneRouter(Target target, const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
+                   spdlog::logger& log)
       : node_(std::move(target), o.pool_size, wake_config, sink, counters, log) {}
   Node& for_keys(const Keys&) override { return node_; }
   void for_each(const std::function<void(Node&)>& f) override { f(node_); }

@@ -32,8 +32,6 @@ std::vector<ReplyPtr> Server::pipeline(const std::vector<Argv>& commands) {
   return commands_.with([&](Connection& c) { return c.pipeline(commands); });
 }
 
-std::unique_ptr<Connection> Server::connect() const {
-  return std::make_unique<Connection>(target_);
-}
+std::unique_ptr<Connection> Server::connect() const { return std::make_unique<Connection>(target_); }
 
 }  // namespace fairlock::detail

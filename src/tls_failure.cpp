@@ -68,7 +68,8 @@ const char* alert_hint(int reason) {
   const int reason = ERR_GET_REASON(err);
   const std::string text = openssl_reason();
   if (is_not_tls(reason)) {
-    throw TlsError(Reason::not_tls, "tls: " + peer.where + " does not speak TLS (a plain port? then use redis://)" + text);
+    throw TlsError(Reason::not_tls,
+                   "tls: " + peer.where + " does not speak TLS (a plain port? then use redis://)" + text);
   }
   if (is_alert(reason)) {
     throw TlsError(Reason::handshake_refused,

@@ -79,7 +79,7 @@ class Wake {
   const std::string wake_channel_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> signals_ok_{false};
-  bool started_once_ = false;  // subscriber thread only
+  bool started_once_ = false;   // subscriber thread only
   std::exception_ptr refused_;  // a wrong setup met before the first start (guarded by mu_)
   int event_fd_ = -1;
   std::thread thread_;

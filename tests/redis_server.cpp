@@ -58,8 +58,10 @@ RedisServer::RedisServer(std::vector<std::string> extra, TlsPort tls) : extra_(s
     port_ = free_port();
     if (!tls.cert_file.empty()) {
       tls_port_ = free_port();
-      tls_args_ = {"--tls-port",         std::to_string(tls_port_), "--tls-cert-file",    tls.cert_file,
-                   "--tls-key-file",     tls.key_file,              "--tls-ca-cert-file", tls.ca_file,
+      tls_args_ = {"--tls-port",         std::to_string(tls_port_),
+                   "--tls-cert-file",    tls.cert_file,
+                   "--tls-key-file",     tls.key_file,
+                   "--tls-ca-cert-file", tls.ca_file,
                    "--tls-auth-clients", tls.auth_clients ? "yes" : "no"};
       tls_args_.insert(tls_args_.end(), tls.extra.begin(), tls.extra.end());
     }

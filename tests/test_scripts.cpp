@@ -34,8 +34,8 @@ std::vector<long long> ints(const redisReply& r) {
 class Scripts : public ::testing::Test {
  protected:
   void SetUp() override {
-    conn = std::make_unique<Connection>(detail::Target{detail::parse_url(server().url()), nullptr,
-                                                       std::chrono::milliseconds(2000), std::chrono::milliseconds(5000)});
+    conn = std::make_unique<Connection>(detail::Target{
+        detail::parse_url(server().url()), nullptr, std::chrono::milliseconds(2000), std::chrono::milliseconds(5000)});
   }
   ReplyPtr call(Script s, std::vector<std::string> args) {
     std::vector<detail::ScriptCall> calls{{s, &keys, std::move(args)}};

@@ -305,7 +305,8 @@ TEST(Tls, TheExampleReachesATlsServerWithAUrlAndACaFile) {
 // written: the write fails with ConnectionError; it never raises SIGPIPE
 // (whose default action would end this process).
 TEST(Tls, AServerGoneAwayIsAnErrorNeverASignal) {
-  struct sigaction dfl {}, old {};
+  struct sigaction dfl {
+  }, old{};
   dfl.sa_handler = SIG_DFL;
   ::sigaction(SIGPIPE, &dfl, &old);
   auto tls = std::make_shared<const detail::TlsContext>(tls_opts(tls_server()).tls);

@@ -25,8 +25,8 @@ void make_ca(const std::string& dir, const std::string& name) {
                                << "private_key = " << base << ".key\nserial = " << base << ".db/serial\n"
                                << "default_md = sha256\npolicy = p\nunique_subject = no\ncopy_extensions = none\n"
                                << "[p]\ncommonName = supplied\n";
-  run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3 -subj '/CN=fairlock " +
-      name + "' -keyout " + base + ".key -out " + base + ".crt");
+  run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3 -subj '/CN=fairlock " + name +
+      "' -keyout " + base + ".key -out " + base + ".crt");
 }
 
 void make_key_and_request(const std::string& key, const std::string& csr, const std::string& cn) {

@@ -8,15 +8,15 @@ namespace fairlock::test {
 
 struct Pki {
   std::string dir;
-  std::string ca, ca_key;   // the trusted test CA
-  std::string other_ca;     // a CA the client does not trust
-  std::string server_key;   // one key for every server certificate below
-  std::string server;       // localhost + 127.0.0.1, signed by ca
-  std::string wrong_ca;     // the same names, signed by other_ca
-  std::string other_name;   // only DNS:other.example, signed by ca
-  std::string expired;      // valid in 2020 only
-  std::string not_yet;      // valid from 2090 on
-  std::string client, client_key;              // a client certificate signed by ca
+  std::string ca, ca_key;                          // the trusted test CA
+  std::string other_ca;                            // a CA the client does not trust
+  std::string server_key;                          // one key for every server certificate below
+  std::string server;                              // localhost + 127.0.0.1, signed by ca
+  std::string wrong_ca;                            // the same names, signed by other_ca
+  std::string other_name;                          // only DNS:other.example, signed by ca
+  std::string expired;                             // valid in 2020 only
+  std::string not_yet;                             // valid from 2090 on
+  std::string client, client_key;                  // a client certificate signed by ca
   std::string foreign_client, foreign_client_key;  // signed by other_ca
 };
 

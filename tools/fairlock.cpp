@@ -227,9 +227,9 @@ Args parse(int argc, char** argv) {
   const char* env = std::getenv("FAIRLOCK_URL");
   a.url = env && *env ? env : "redis://127.0.0.1:6379";
   tls_from_environment(a.tls);
-  const std::vector<std::string> with_value = {"--url",    "--prefix", "--permits", "--lease",  "--wait",
-                                               "--interval", "--count", "--cacert",  "--cacertdir", "--cert",
-                                               "--key",    "--sni",    "--tls-min-version"};
+  const std::vector<std::string> with_value = {"--url",      "--prefix", "--permits",        "--lease",     "--wait",
+                                               "--interval", "--count",  "--cacert",         "--cacertdir", "--cert",
+                                               "--key",      "--sni",    "--tls-min-version"};
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--") {

@@ -600,15 +600,21 @@ int kill_connections(test::RedisServer& s, bool subscribers) {
 // Over TLS, the workers connect to the server's TLS port (the checks and the
 // MONITOR use its plain port).
 void connections_killed_under_load(bool tls) {
-  test::RedisServer server = tls ? test::RedisServer({}, test::TlsPort{test::pki().server, test::pki().server_key,
-                                                                       test::pki().ca, false, {}})
-                                 : test::RedisServer();
+  test::RedisServer server =
+      tls ? test::RedisServer({}, test::TlsPort{test::pki().server, test::pki().server_key, test::pki().ca, false, {}})
+          : test::RedisServer();
   Scenario sc(server, tls ? "client-kill-tls" : "client-kill");
   sc.start_log();
   const int seconds = 7;
   for (int i = 0; i < 3; ++i) {
-    std::vector<std::string> args = {"locks=a,b", "sems=s:2", "threads=2", "seconds=" + std::to_string(seconds),
-                                     "seed=" + std::to_string(i + 21), "hold=0-30", "lease=1500", "liveness=1000",
+    std::vector<std::string> args = {"locks=a,b",
+                                     "sems=s:2",
+                                     "threads=2",
+                                     "seconds=" + std::to_string(seconds),
+                                     "seed=" + std::to_string(i + 21),
+                                     "hold=0-30",
+                                     "lease=1500",
+                                     "liveness=1000",
                                      std::string("notify=") + (i == 2 ? "keyspace" : "publish")};
     if (tls) args.insert(args.end(), {"url=" + server.tls_url(), "cacert=" + test::pki().ca});
     sc.spawn("w" + std::to_string(i), args);
