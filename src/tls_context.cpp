@@ -41,13 +41,17 @@ void load_client_certificate(ssl_ctx_st* ctx, const TlsOptions& o) {
   if (SSL_CTX_check_private_key(ctx) != 1) bad_config("key " + o.key_file + " does not match " + o.cert_file);
 }
 
+ssl_ctx_st* new_context() {
+  ERR_clear_error();
+  ssl_ctx_st* ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == nullptr) bad_config("cannot create a TLS context");
+  return ctx;
+}
+
 }  // namespace
 
 TlsContext::TlsContext(const TlsOptions& o)
-    : server_name_(o.server_name), verify_(!o.insecure_skip_verify_testing_only) {
-  ERR_clear_error();
-  ctx_ = SSL_CTX_new(TLS_client_method());
-  if (ctx_ == nullptr) bad_config("cannot create a TLS context");
+    : ctx_(new_context()), server_name_(o.server_name), verify_(!o.insecure_skip_verify_testing_only) {
   try {
     SSL_CTX_set_min_proto_version(ctx_, o.min_version == TlsVersion::v1_3 ? TLS1_3_VERSION : TLS1_2_VERSION);
     // A server that closes without close_notify just closed the connection.

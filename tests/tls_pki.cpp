@@ -1,16 +1,24 @@
 #include "tls_pki.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
+
+#include "support/child_process.h"
 
 namespace fairlock::test {
 
 namespace {
 
-void run(const std::string& cmd) {
-  if (std::system((cmd + " >/dev/null 2>&1").c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+// Runs the openssl command with `args`; throws with its output if it fails.
+void openssl(const std::vector<std::string>& args) {
+  Process p(FAIRLOCK_OPENSSL_PATH, args, Pipes{false, true});
+  std::string out = p.rest(std::chrono::seconds(60));
+  if (p.wait() != 0) throw std::runtime_error("openssl " + args.front() + " failed: " + out);
 }
 
 // A CA of its own: key, self-signed certificate and an `openssl ca` setup
@@ -25,13 +33,13 @@ void make_ca(const std::string& dir, const std::string& name) {
                                << "private_key = " << base << ".key\nserial = " << base << ".db/serial\n"
                                << "default_md = sha256\npolicy = p\nunique_subject = no\ncopy_extensions = none\n"
                                << "[p]\ncommonName = supplied\n";
-  run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3 -subj '/CN=fairlock " + name +
-      "' -keyout " + base + ".key -out " + base + ".crt");
+  openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3", "-subj",
+           "/CN=fairlock " + name, "-keyout", base + ".key", "-out", base + ".crt"});
 }
 
 void make_key_and_request(const std::string& key, const std::string& csr, const std::string& cn) {
-  run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=" + cn + "' -keyout " + key +
-      " -out " + csr);
+  openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=" + cn,
+           "-keyout", key, "-out", csr});
 }
 
 // Signs csr with the CA `ca`, valid [from, to] (YYYYMMDDHHMMSSZ), with extensions `ext`.
@@ -39,8 +47,8 @@ void sign(const std::string& dir, const std::string& ca, const std::string& csr,
           const std::string& from, const std::string& to, const std::string& ext) {
   const std::string ext_file = out + ".ext";
   std::ofstream(ext_file) << ext << "\n";
-  run("openssl ca -batch -notext -config " + dir + "/" + ca + ".cnf -in " + csr + " -out " + out + " -startdate " +
-      from + " -enddate " + to + " -extfile " + ext_file);
+  openssl({"ca", "-batch", "-notext", "-config", dir + "/" + ca + ".cnf", "-in", csr, "-out", out, "-startdate", from,
+           "-enddate", to, "-extfile", ext_file});
 }
 
 std::string days_from_now(int days) {
@@ -87,6 +95,11 @@ Pki make() {
 }
 
 struct Owned {
+  Owned() = default;
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  Owned(Owned&&) = delete;
+  Owned& operator=(Owned&&) = delete;
   Pki pki = make();
   ~Owned() {
     std::error_code ec;

@@ -213,13 +213,10 @@ bool take_tls_option(const std::string& key, const std::string& value, fairlock:
                                                         {"--cert", &t.cert_file},
                                                         {"--key", &t.key_file},
                                                         {"--sni", &t.server_name}};
-  for (const auto& [name, field] : files) {
-    if (key == name) {
-      *field = value;
-      return true;
-    }
-  }
-  return false;
+  const auto* found = std::find_if(std::begin(files), std::end(files), [&](const auto& f) { return key == f.first; });
+  if (found == std::end(files)) return false;
+  *found->second = value;
+  return true;
 }
 
 Args parse(int argc, char** argv) {
