@@ -60,7 +60,7 @@ auto Connection::guarded(F&& f) -> decltype(f()) {
 
 void Connection::lost(Io io) {
   if (io == Io::would_block) throw TimeoutError("redis: no reply from " + where_ + " within command_timeout");
-  if (!answered_ && !stream_->is_tls()) {
+  if (!answered_ && !stream_->is_tls() && io == Io::reset) {
     // A TLS-only port resets a plain client on its first bytes.
     throw TlsError(TlsError::Reason::tls_required,
                    "redis: " + where_ +
@@ -99,6 +99,7 @@ void Connection::flush() {
     std::size_t sent = 0;
     while (sent < out_.size()) {
       IoResult r = stream_->write(out_.data() + sent, out_.size() - sent);
+      if (r.io == Io::would_block) throw TimeoutError("redis: writing to " + where_ + " took over command_timeout");
       if (r.io != Io::done) lost(r.io);
       sent += r.bytes;
     }

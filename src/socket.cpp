@@ -45,7 +45,7 @@ int try_connect(int family, const sockaddr* addr, socklen_t len, steady_clock::t
   if (fd < 0) return errno;
   int err = 0;
   if (::connect(fd, addr, len) != 0) {
-    err = (errno == EINPROGRESS || errno == EAGAIN) ? finish_connect(fd, deadline) : errno;
+    err = errno == EINPROGRESS ? finish_connect(fd, deadline) : errno;
   }
   if (err == 0 && ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) err = errno;
   if (err != 0) {

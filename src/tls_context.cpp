@@ -54,8 +54,9 @@ TlsContext::TlsContext(const TlsOptions& o)
     : ctx_(new_context()), server_name_(o.server_name), verify_(!o.insecure_skip_verify_testing_only) {
   try {
     SSL_CTX_set_min_proto_version(ctx_, o.min_version == TlsVersion::v1_3 ? TLS1_3_VERSION : TLS1_2_VERSION);
-    // A server that closes without close_notify just closed the connection.
-    SSL_CTX_set_options(ctx_, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF                           // OpenSSL 3: a server that closes without close_notify
+    SSL_CTX_set_options(ctx_, SSL_OP_IGNORE_UNEXPECTED_EOF);  // just closed the connection
+#endif
     SSL_CTX_set_mode(ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     if (verify_) load_trusted_cas(ctx_, o);
     load_client_certificate(ctx_, o);

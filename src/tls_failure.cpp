@@ -62,11 +62,19 @@ const char* alert_hint(int reason) {
   }
 }
 
+[[noreturn]] void throw_dropped(int sys_errno, const TlsPeer& peer, const char* during) {
+  std::string why = sys_errno != 0 ? std::strerror(sys_errno) : "connection closed";
+  throw ConnectionError("redis: " + peer.where + " dropped the connection " + during + ": " + why);
+}
+
 // An SSL_ERROR_SSL from the error queue: an alert, plain text, or other.
 [[noreturn]] void throw_ssl_failure(const TlsPeer& peer, const char* during) {
   const unsigned long err = ERR_peek_error();
   const int reason = ERR_GET_REASON(err);
   const std::string text = openssl_reason();
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+  if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) throw_dropped(0, peer, during);
+#endif
   if (is_not_tls(reason)) {
     throw TlsError(Reason::not_tls,
                    "tls: " + peer.where + " does not speak TLS (a plain port? then use redis://)" + text);
@@ -76,11 +84,6 @@ const char* alert_hint(int reason) {
                    "tls: " + peer.where + " refused this client " + during + text + alert_hint(reason));
   }
   throw TlsError(Reason::handshake_refused, std::string("tls: ") + during + " with " + peer.where + " failed" + text);
-}
-
-[[noreturn]] void throw_dropped(int sys_errno, const TlsPeer& peer, const char* during) {
-  std::string why = sys_errno != 0 ? std::strerror(sys_errno) : "connection closed";
-  throw ConnectionError("redis: " + peer.where + " dropped the connection " + during + ": " + why);
 }
 
 }  // namespace
@@ -100,8 +103,10 @@ bool wrong_setup(const std::exception& e) {
 }
 
 void throw_handshake_failure(ssl_st* ssl, int ssl_error, int sys_errno, const TlsPeer& peer) {
+  // (Without verification, OpenSSL still records why the chain would not
+  // verify: that says nothing about this failure.)
   const long verified = SSL_get_verify_result(ssl);
-  if (verified != X509_V_OK) {
+  if (!peer.name.empty() && ssl_error == SSL_ERROR_SSL && verified != X509_V_OK) {
     ERR_clear_error();
     throw_verify_failure(verified, peer);
   }
@@ -119,7 +124,7 @@ void throw_handshake_failure(ssl_st* ssl, int ssl_error, int sys_errno, const Tl
 void throw_io_failure(int ssl_error, int sys_errno, const TlsPeer& peer) {
   if (ssl_error == SSL_ERROR_SSL) throw_ssl_failure(peer, "after the TLS handshake");
   ERR_clear_error();
-  throw_dropped(sys_errno, peer, "");
+  throw_dropped(sys_errno, peer, "mid-command");
 }
 
 }  // namespace fairlock::detail

@@ -126,6 +126,7 @@ class TlsStream final : public Stream {
       case SSL_ERROR_SYSCALL:
         if (state_.last_errno == 0) return {Io::closed, 0};
         if (state_.last_errno == ECONNRESET) return {Io::reset, 0};
+        if (state_.last_errno == EPIPE) return {Io::closed, 0};
         [[fallthrough]];
       default: throw_io_failure(ssl_error, state_.last_errno, peer_);
     }
