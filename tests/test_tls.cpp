@@ -84,7 +84,9 @@ TEST(Tls, LockAndSemaphoreWorkOverTls) {
   EXPECT_GT(lock.fence(), first);
   lock.unlock();
 
-  Client other(tls_opts(tls_server(), "localhost"));  // verified by DNS name too
+  Options by_name = tls_opts(tls_server(), "localhost");  // verified by DNS name too
+  by_name.connect_timeout = 10s;                          // (its constructor waits up to this for its subscriber)
+  Client other(by_name);
   std::string sem = unique_name("tls-sem");
   FairSemaphore a(client, sem, 2), b(other, sem, 2), c(other, sem, 2);
   a.lock();
@@ -249,6 +251,31 @@ TEST(Tls, KilledConnectionsAreReplacedOverTls) {
   EXPECT_GE(holder_client.stats().reconnects + waiter_client.stats().reconnects, 1u);
 }
 
+// A paused TLS server answers no handshake: a new connection times out with
+// no_handshake, which is not a wrong setup (the Client's constructor does
+// not refuse, and a queued wait retries it as it retries an unreachable
+// server). Once the server is resumed, all works.
+TEST(Tls, APausedServerIsNotAWrongSetup) {
+  RedisServer s({}, tls_port(pki().server));
+  Options o = tls_opts(s);
+  o.connect_timeout = 300ms;
+  o.command_timeout = 300ms;
+  std::string name = unique_name("tls-paused");
+  s.pause();
+  std::unique_ptr<Client> client;
+  ASSERT_NO_THROW(client = std::make_unique<Client>(o));  // its subscriber's handshake timed out
+  FairLock lock(*client, name);
+  try {
+    (void)lock.try_lock();  // the first call of a wait is not retried
+    ADD_FAILURE() << "no error from a paused server";
+  } catch (const TlsError& e) {
+    EXPECT_EQ(e.reason(), Reason::no_handshake) << e.what();
+  }
+  s.resume();
+  EXPECT_TRUE(lock.try_lock_for(30s));
+  EXPECT_EQ(lock.release(), Released::released);
+}
+
 int cli_status(const std::vector<std::string>& args, std::string* output = nullptr) {
   Child c(FAIRLOCK_CLI_PATH, args, true);
   std::string out = c.rest();
@@ -266,6 +293,7 @@ TEST(Tls, CommandLineFlagsFollowRedisCli) {
   EXPECT_NE(out.find("does not verify"), std::string::npos) << out;
   EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "--insecure", "status", name}), 0);
   EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "--tls-min-version", "1.4", "status", name}), 64);
+  EXPECT_EQ(cli_status({"--url", tls_server().url(), "--cacert", pki().ca, "status", name}), 64);  // plain URL
   // The same settings from the environment.
   Child env_run("/bin/sh",
                 {"-c", "FAIRLOCK_CACERT=" + pki().ca + " exec " + FAIRLOCK_CLI_PATH + " --url " +

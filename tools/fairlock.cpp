@@ -183,7 +183,7 @@ std::string human(std::chrono::milliseconds d) {
 struct Args {
   std::string url, prefix = "fairlock", command;
   fairlock::TlsOptions tls;
-  bool use_tls = false;
+  bool use_tls = false, tls_flags = false;  // --tls; any other TLS flag given
   std::vector<std::string> positional, exec;
   std::map<std::string, std::string> values;
   bool json = false, kill_on_loss = false, help = false;
@@ -245,6 +245,7 @@ Args parse(int argc, char** argv) {
       a.use_tls = true;
     } else if (s == "--insecure") {
       a.tls.insecure_skip_verify_testing_only = true;
+      a.tls_flags = true;
     } else if (s.size() > 2 && s.compare(0, 2, "--") == 0) {
       std::string key = s, value;
       auto eq = s.find('=');
@@ -262,7 +263,9 @@ Args parse(int argc, char** argv) {
         a.url = value;
       } else if (key == "--prefix") {
         a.prefix = value;
-      } else if (!take_tls_option(key, value, a.tls)) {
+      } else if (take_tls_option(key, value, a.tls)) {
+        a.tls_flags = true;
+      } else {
         a.values[key] = value;
       }
     } else if (a.command.empty()) {
@@ -285,9 +288,8 @@ fairlock::Options client_options(const Args& a, fairlock::Notify notify = fairlo
   if (a.use_tls && o.url.rfind("redis://", 0) == 0) o.url.insert(5, "s");
   const bool tls = o.url.rfind("rediss://", 0) == 0;
   if (tls) o.tls = a.tls;  // (environment defaults do not apply to plain URLs)
-  if (!tls && (a.tls.insecure_skip_verify_testing_only || a.use_tls)) {
-    throw UsageError("--tls/--insecure need a redis:// or rediss:// URL");
-  }
+  if (!tls && a.use_tls) throw UsageError("--tls needs a redis:// URL (it is " + a.url + ")");
+  if (!tls && a.tls_flags) throw UsageError("TLS options need a rediss:// URL or --tls");
   o.key_prefix = a.prefix;
   o.notify = notify;
   return o;
