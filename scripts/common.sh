@@ -33,17 +33,25 @@ build() {
 # may have taken the port between our choice and redis-server's bind, so we
 # check that it reports our directory (and take its pid from it, rather than
 # from the pidfile, which a daemonized server may write after its first
-# reply). Fails after 5 attempts.
+# reply). Fails after 5 attempts. With REDIS_TLS=1 the server also has a TLS
+# port, REDIS_TLS_PORT, with a certificate for 127.0.0.1 signed by the CA
+# $REDIS_DIR/ca.crt (made here with openssl).
 start_redis() {
-  local dir
+  local dir tls=()
   REDIS_DIR="$(cd "$(mktemp -d /tmp/fairlock-redis-sh.XXXXXX)" && pwd -P)"
   REDIS_PID=""
   trap stop_redis EXIT
+  [ "${REDIS_TLS:-0}" = 1 ] && _make_certificates "$REDIS_DIR"
   for _ in 1 2 3 4 5; do
-    REDIS_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-      echo $((20000 + RANDOM % 20000)))"
+    REDIS_PORT="$(_free_port)"
+    if [ "${REDIS_TLS:-0}" = 1 ]; then
+      REDIS_TLS_PORT="$(_free_port)"
+      tls=(--tls-port "$REDIS_TLS_PORT" --tls-cert-file "$REDIS_DIR/server.crt" --tls-key-file "$REDIS_DIR/server.key"
+        --tls-ca-cert-file "$REDIS_DIR/ca.crt" --tls-auth-clients no)
+    fi
     rm -f "$REDIS_DIR/redis.log"
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$REDIS_DIR" \
+      ${tls[@]+"${tls[@]}"} \
       --daemonize yes --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" || continue
     for _ in $(seq 200); do  # up to 10 s
       dir="$(redis-cli -p "$REDIS_PORT" config get dir 2>/dev/null | sed -n 2p)" || dir=""
@@ -60,6 +68,22 @@ start_redis() {
   echo "start_redis: redis-server did not start (log: $REDIS_DIR/redis.log)" >&2
   cat "$REDIS_DIR/redis.log" >&2 2>/dev/null || true
   return 1
+}
+
+_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+    echo $((20000 + RANDOM % 20000))
+}
+
+# _make_certificates DIR: a CA (ca.crt) and a server certificate for
+# 127.0.0.1 and localhost (server.crt, server.key) signed by it.
+_make_certificates() {
+  local d="$1" ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  openssl req -x509 "${ec[@]}" -days 2 -subj "/CN=fairlock test CA" -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+  openssl req "${ec[@]}" -subj "/CN=localhost" -keyout "$d/server.key" -out "$d/server.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$d/san.ext"
+  openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+    -extfile "$d/san.ext" -out "$d/server.crt" 2>/dev/null
 }
 
 # _redis_alive PID: the process exists, is not a zombie, and is a redis-server

@@ -137,19 +137,21 @@ run_valgrind() {
       -DFAIRLOCK_BUILD_TESTS=OFF -DFAIRLOCK_BUILD_BENCH=OFF >/dev/null && cmake --build '$dir' -j $(nproc) >'$dir.build.log' 2>&1" ||
       return
   fi
-  start_redis
+  REDIS_TLS=1 start_redis
   export FAIRLOCK_URL="redis://127.0.0.1:$REDIS_PORT"
   local ex rc=0
   for ex in "$dir"/examples/fairlock_*; do
     [ -x "$ex" ] || continue
-    local name log
+    local name log args=()
     name=$(basename "$ex")
+    [ "$name" = fairlock_tls ] && args=("rediss://127.0.0.1:$REDIS_TLS_PORT" "$REDIS_DIR/ca.crt")
     log="$logs/$name"
     # errors and definite/indirect leaks fail; the log is kept only if it
     # reports something (checked with no_reports)
     timed "valgrind: $name" \
       valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
-      --errors-for-leak-kinds=definite,indirect --fair-sched=yes --log-file="$log.%p" "$ex" >/dev/null || rc=1
+      --errors-for-leak-kinds=definite,indirect --fair-sched=yes --log-file="$log.%p" "$ex" ${args[@]+"${args[@]}"} \
+      >/dev/null || rc=1
   done
   stop_redis
   trap - EXIT
