@@ -1,8 +1,8 @@
 #pragma once
-// One connection to a server over our own socket (plain or TLS); hiredis
-// only formats commands and parses replies. Blocking calls wait at most
-// command_timeout for each read or write; nothing outside src/ sees a
-// hiredis or OpenSSL type.
+// One connection to a server over our own socket (plain or TLS); commands
+// are written as RESP here, replies parsed by hiredis's reader. Blocking
+// calls wait at most command_timeout for each read or write; nothing outside
+// src/ sees a hiredis or OpenSSL type.
 #include <chrono>
 #include <memory>
 #include <string>
