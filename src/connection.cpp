@@ -85,7 +85,7 @@ void Connection::append(const Argv& argv) {
   if (broken_) throw ConnectionError("redis: connection is broken");
   auto header = [this](char kind, std::size_t n) {
     char digits[24];
-    auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+    auto* end = std::to_chars(digits, digits + sizeof digits, n).ptr;
     out_.push_back(kind);
     out_.append(digits, end);
     out_.append("\r\n", 2);
