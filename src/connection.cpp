@@ -65,10 +65,10 @@ void Connection::lost(Io io) {
     // A TLS-only port resets a plain client on its first bytes.
     throw TlsError(TlsError::Reason::tls_required,
                    "redis: " + where_ +
-                       " closed the connection before its first reply (a TLS port? then use "
+                       " reset the connection before its first reply (a TLS port? then use "
                        "rediss://; or the server went away)");
   }
-  if (!answered_) {
+  if (!answered_ && stream_->is_tls()) {
     // TLS 1.3: a server that refuses this client's certificate says so in an
     // alert after the handshake, which may sit unread behind a failed write.
     char buf[512];
