@@ -10,7 +10,6 @@
 //   fairlock_roulette            runs the guarantee table below and checks it
 // FAIRLOCK_URL selects the server (default redis://127.0.0.1:6379).
 #include <fairlock/fairlock.h>
-#include <hiredis/hiredis.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,60 +23,17 @@
 #include <thread>
 #include <vector>
 
+#include "roulette_store.h"
+
 namespace {
 
-// The fenced write: applies a spin's outcome only if its fence is newer than
-// every fence already seen. Returns 1 applied, -1 refused (stale grant).
-const char* kFencedWrite = R"(
-local last = tonumber(redis.call('GET', KEYS[3]) or '0')
-if tonumber(ARGV[1]) <= last then return -1 end
-redis.call('SET', KEYS[3], ARGV[1])
-redis.call('SET', KEYS[1], ARGV[2])
-if ARGV[3] ~= '' then redis.call('SADD', KEYS[2], ARGV[3]) end
-return 1)";
-
-struct Redis {  // a plain connection to the protected store
-  redisContext* c;
-  explicit Redis(const std::string& url) {
-    auto colon = url.rfind(':');
-    c = redisConnect(url.substr(8, colon - 8).c_str(), std::atoi(url.c_str() + colon + 1));
-    if (!c || c->err) {
-      if (c) redisFree(c);
-      throw std::runtime_error("cannot connect to " + url);
-    }
-  }
-  Redis(const Redis&) = delete;
-  Redis& operator=(const Redis&) = delete;
-  ~Redis() { redisFree(c); }
-  long long integer(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    auto* r = static_cast<redisReply*>(redisvCommand(c, fmt, ap));
-    va_end(ap);
-    if (!r) throw std::runtime_error("redis command failed");
-    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : r->type == REDIS_REPLY_STRING ? std::atoll(r->str) : 0;
-    freeReplyObject(r);
-    return v;
-  }
-};
+using roulette::Redis;
+using roulette::spin;
 
 struct Scenario {
   const char* title;
   int processes, threads, players, spins_per_player, prizes;
 };
-
-// One spin: read, decide, fenced write. Returns +1 won, 0 lost, -1 refused.
-int spin(Redis& store, const std::string& game, const std::string& player, std::uint64_t fence) {
-  long long left = store.integer("GET %s:prizes", game.c_str());
-  bool already = store.integer("SISMEMBER %s:winners %s", game.c_str(), player.c_str()) == 1;
-  bool wins = left > 0 && !already;  // the wheel always pays while stock lasts
-  std::string fence_s = std::to_string(fence), left_s = std::to_string(wins ? left - 1 : left);
-  std::string prizes = game + ":prizes", winners = game + ":winners", fences = game + ":fence";
-  long long applied = store.integer("EVAL %s 3 %s %s %s %s %s %s", kFencedWrite, prizes.c_str(), winners.c_str(),
-                                    fences.c_str(), fence_s.c_str(), left_s.c_str(), wins ? player.c_str() : "");
-  if (applied != 1) return -1;
-  return wins ? 1 : 0;
-}
 
 // Runs one scenario's players in `processes` processes of `threads` threads.
 // Each process reports refused writes through its exit status.
@@ -146,9 +102,8 @@ bool play(const std::string& url, const Scenario& s, int index) {
 }  // namespace
 
 int main() {
-  const char* env = std::getenv("FAIRLOCK_URL");
-  std::string url = env ? env : "redis://127.0.0.1:6379";
-  if (url.rfind("redis://", 0) != 0 || url.find('@') != std::string::npos) {
+  const std::string url = roulette::store_url();
+  if (url.empty()) {
     std::fprintf(stderr, "roulette: FAIRLOCK_URL must be redis://host:port\n");
     return 2;
   }

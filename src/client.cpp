@@ -68,6 +68,7 @@ ClientImpl::ClientImpl(Options o)
       log_(logger_of(opts_)),
       id_(random_hex(8)),
       mode_(opts_.notify),
+      async_(opts_.executor, log_),
       session_(opts_.liveness_ttl, counters_, *log_),
       router_(make_router(opts_, id_, session_, counters_, *log_)) {}
 
@@ -85,7 +86,8 @@ void ClientImpl::check_running() const {
 
 void ClientImpl::shutdown() noexcept {
   stopping_.store(true);
-  session_.shutdown();
+  session_.shutdown();  // cancels every wait: the async thread then ends those it drives
+  async_.stop();
   router_->stop();
 }
 

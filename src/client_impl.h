@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "async_driver.h"
 #include "counters.h"
 #include "fairlock/client.h"
 #include "fairlock/options.h"
@@ -35,6 +36,7 @@ class ClientImpl {
   spdlog::logger& log() { return *log_; }
   Counters& counters() { return counters_; }
   Session& session() { return session_; }
+  AsyncDriver& async() { return async_; }
   Router& router() { return *router_; }
 
  private:
@@ -43,6 +45,7 @@ class ClientImpl {
   const std::string id_;
   Notify mode_;
   Counters counters_;
+  AsyncDriver async_;  // before session_: waits it drives are cancelled through the session
   Session session_;
   std::unique_ptr<Router> router_;
   std::atomic<bool> stopping_{false};

@@ -49,6 +49,50 @@ void FairSemaphore::unlock() noexcept {
   if (p_) p_->unlock();
 }
 
+AcquireHandle FairSemaphore::lock_async(AcquireCallback done) {
+  return live(p_).acquire_async(std::nullopt, true, std::move(done));
+}
+
+AcquireHandle FairSemaphore::lock_async(std::chrono::milliseconds timeout, AcquireCallback done) {
+  auto& p = live(p_);
+  if (timeout.count() <= 0) return p.acquire_async(std::nullopt, false, std::move(done));
+  return p.acquire_async(std::chrono::steady_clock::now() + timeout, true, std::move(done));
+}
+
+namespace {
+std::pair<std::future<std::uint64_t>, AcquireCallback> promised() {
+  auto promise = std::make_shared<std::promise<std::uint64_t>>();
+  auto future = promise->get_future();
+  return {std::move(future), [promise](const AcquireResult& r) {
+            if (r) {
+              promise->set_value(r.fence());
+            } else {
+              promise->set_exception(r.error());
+            }
+          }};
+}
+}  // namespace
+
+std::future<std::uint64_t> FairSemaphore::lock_future() {
+  auto [future, done] = promised();
+  lock_async(std::move(done));
+  return std::move(future);
+}
+
+std::future<std::uint64_t> FairSemaphore::lock_future(std::chrono::milliseconds timeout) {
+  auto [future, done] = promised();
+  lock_async(timeout, std::move(done));
+  return std::move(future);
+}
+
+void FairSemaphore::release_async(std::function<void(Released)> done) {
+  if (!p_) {
+    if (done) done(Released::not_held);
+    return;
+  }
+  p_->release_async(std::move(done));
+}
+
 void FairSemaphore::cancel() noexcept {
   if (p_) p_->cancel();
 }

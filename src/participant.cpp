@@ -105,12 +105,18 @@ bool Participant::drive(const std::string& member, bool watched) {
     }
   } catch (...) {
     if (!lk.owns_lock()) lk.lock();
-    const bool still_waiting = claim_.waiting();
-    if (still_waiting) claim_.abort();
-    lk.unlock();
-    if (still_waiting) leave(member);  // best effort, whatever went wrong
+    fail_wait(lk, member);
     throw;
   }
+}
+
+// A wait ends with an error: if it still queues, it leaves (best effort,
+// whatever went wrong). Called locked, returns unlocked.
+void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member) noexcept {
+  const bool still_waiting = claim_.waiting();
+  if (still_waiting) claim_.abort();
+  lk.unlock();
+  if (still_waiting) leave(member);
 }
 
 WaitContext Participant::wait_context(bool watched) const {
@@ -122,13 +128,32 @@ WaitContext Participant::wait_context(bool watched) const {
 void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, bool queue) {
   lk.unlock();
   const SteadyTime sent = steady_clock::now();
+  Acquired reply;
+  std::exception_ptr error;
   try {
-    const Acquired reply =
-        detail::acquire(node().server, keys_, {member, permits_, opts_.lease, client_->options().liveness_ttl, queue});
-    lk.lock();
+    reply = detail::acquire(node().server, keys_, acquire_args(member, queue));
+  } catch (const Error&) {
+    error = std::current_exception();
+  }
+  lk.lock();
+  settle_ask(lk, reply, error, sent);
+}
+
+AcquireArgs Participant::acquire_args(const std::string& member, bool queue) const {
+  return AcquireArgs{member, permits_, opts_.lease, client_->options().liveness_ttl, queue};
+}
+
+// The acquire call sent at `sent` came back, or failed with `error`: the
+// claim takes it in, or it ends the wait (thrown: the caller leaves).
+void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
+                             SteadyTime sent) {
+  if (!error) {
     apply(lk, claim_.on_acquired(reply, sent));
+    return;
+  }
+  try {
+    std::rethrow_exception(error);
   } catch (const Error& e) {
-    if (!lk.owns_lock()) lk.lock();
     if (refused(e)) throw;
     const bool not_run = dynamic_cast<const ScriptsFlushed*>(&e) != nullptr;
     if (!claim_.on_ask_failed(steady_clock::now(), not_run ? Claim::Failure::not_run : Claim::Failure::unreachable)) {
@@ -228,15 +253,15 @@ void Participant::release_quietly(const std::string& member) noexcept {
 
 void Participant::cancel() noexcept {
   std::lock_guard<std::mutex> lk(mu_);
-  if (claim_.cancel()) cv_.notify_all();
+  if (claim_.cancel()) notify_waiter();
 }
 
 void Participant::abandon() noexcept {
   ReleasePlan plan;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (claim_.cancel()) {  // another thread waits: make it leave
-      cv_.notify_all();
+    if (claim_.cancel()) {  // a wait is in progress (another thread's, or asynchronous): make it leave
+      notify_waiter();
       return;
     }
     plan = claim_.begin_release();
@@ -258,9 +283,19 @@ std::uint64_t Participant::fence() const noexcept {
 
 // ---------------------------------------------------------------- events from the client's threads
 
+// The wait should look again: wake the parked thread, or have the async
+// thread look at it. Called locked.
+void Participant::notify_waiter() {
+  if (async_) {
+    client_->async().schedule(shared_from_this());
+  } else {
+    cv_.notify_all();
+  }
+}
+
 // Acts on what an event changed: callbacks run without the lock held.
 void Participant::apply(std::unique_lock<std::mutex>& lk, const Effects& fx) {
-  if (fx.wake) cv_.notify_all();
+  if (fx.wake) notify_waiter();
   if (!(fx.position && opts_.on_position) && !fx.lost) return;
   lk.unlock();
   if (fx.position && opts_.on_position) report_position(*fx.position);
@@ -311,14 +346,14 @@ void Participant::on_beat_error(const Beat& beat, const std::string& error) {
 bool Participant::on_signal(const std::string& member, std::uint64_t fence) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!claim_.on_signal(member, fence)) return false;
-  cv_.notify_all();
+  notify_waiter();
   return true;
 }
 
 bool Participant::kick() {
   std::lock_guard<std::mutex> lk(mu_);
   if (!claim_.kick()) return false;
-  cv_.notify_all();
+  notify_waiter();
   return true;
 }
 
@@ -330,7 +365,7 @@ std::optional<std::uint64_t> Participant::waiting_ticket() const {
 std::optional<std::string> Participant::on_shutdown() {
   std::lock_guard<std::mutex> lk(mu_);
   auto member = claim_.on_shutdown();
-  cv_.notify_all();
+  notify_waiter();
   return member;
 }
 

@@ -1,17 +1,24 @@
 #pragma once
 // The claim of one FairLock / FairSemaphore object: the Claim state machine
 // behind a mutex, shared by the caller's thread and the client's threads
-// (session, wake), and the blocking driver that runs it on the caller's
-// thread: scripts are called there, and the thread parks only while queued.
+// (session, wake, async), and its two drivers. The blocking one runs it on
+// the caller's thread: scripts are called there, and the thread parks only
+// while queued. The asynchronous one (participant_async.cpp) runs the same
+// steps on the client's async thread, its script calls batched with other
+// waiters'. Both settle replies and leave the queue with the same code.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
+#include "async_driver.h"
 #include "claim.h"
+#include "fairlock/async.h"
 #include "fairlock/fair_semaphore.h"
 #include "fairlock/options.h"
 #include "protocol.h"
@@ -22,7 +29,7 @@ namespace fairlock::detail {
 class ClientImpl;
 struct Node;
 
-class Participant final : public SessionMember, public std::enable_shared_from_this<Participant> {
+class Participant final : public SessionMember, public AsyncWaiter, public std::enable_shared_from_this<Participant> {
  public:
   Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits, LockOptions opts);
 
@@ -33,6 +40,12 @@ class Participant final : public SessionMember, public std::enable_shared_from_t
   void unlock() noexcept;  // release(), with a warning if nothing was held
   void cancel() noexcept;
   void abandon() noexcept;  // destructor: release or leave, never throws
+  // The asynchronous driver: returns at once, `done` runs exactly once.
+  AcquireHandle acquire_async(std::optional<SteadyTime> deadline, bool queue, AcquireCallback done);
+  void cancel_wait(std::uint64_t wait) noexcept;  // AcquireHandle::cancel
+  void release_async(std::function<void(Released)> done);
+  std::optional<SteadyTime> advance(SteadyTime now, ScriptBatch& batch) override;
+
   bool owns() const noexcept;
   std::uint64_t fence() const noexcept;
   const std::string& name() const noexcept override { return name_; }
@@ -52,6 +65,11 @@ class Participant final : public SessionMember, public std::enable_shared_from_t
   std::string start_wait(std::optional<SteadyTime> deadline, bool queue);
   bool drive(const std::string& member, bool watched);
   void ask(std::unique_lock<std::mutex>& lk, const std::string& member, bool queue);
+  AcquireArgs acquire_args(const std::string& member, bool queue) const;
+  void settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
+                  SteadyTime sent);
+  void notify_waiter();
+  void fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member) noexcept;
   void report_position(std::size_t position) noexcept;
   void report_lost(const std::string& why) noexcept;
   void give_up(std::unique_lock<std::mutex>& lk, const std::string& member);
@@ -64,6 +82,20 @@ class Participant final : public SessionMember, public std::enable_shared_from_t
 
   Node& node() const;
 
+  // --- the asynchronous driver (participant_async.cpp)
+  struct AsyncWait {
+    AcquireCallback done;
+    std::uint64_t id;
+    bool watched;  // keyspace mode: subscribed to the name's wake channel
+  };
+  void send_ask(ScriptBatch& batch, const std::string& member, bool queue, SteadyTime now);
+  void send_give_up(ScriptBatch& batch, const std::string& member);
+  void send_leave(ScriptBatch& batch, const std::string& member);
+  void on_ask_reply(const redisReply* reply, std::exception_ptr error, SteadyTime sent);
+  void on_give_up_reply(const redisReply* reply, const std::exception_ptr& error);
+  void finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result);
+  void fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error);
+
   std::shared_ptr<ClientImpl> client_;
   const std::string name_;
   const std::uint32_t permits_;
@@ -73,6 +105,8 @@ class Participant final : public SessionMember, public std::enable_shared_from_t
   mutable std::mutex mu_;
   std::condition_variable cv_;
   Claim claim_;
+  std::optional<AsyncWait> async_;  // the wait in progress is asynchronous
+  std::uint64_t waits_ = 0;         // asynchronous waits begun (their ids)
 };
 
 }  // namespace fairlock::detail

@@ -220,24 +220,33 @@ std::uint64_t checked_fence(long long v, const char* what) {
 
 }  // namespace
 
-Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& a) {
-  ReplyPtr r = server.run(
-      Script::acquire, keys,
-      {std::string(a.member), str(a.permits), str(a.lease.count()), str(a.liveness.count()), a.queue ? "q" : "t"});
+ScriptCall acquire_call(const Keys& keys, const AcquireArgs& a) {
+  return ScriptCall{
+      Script::acquire,
+      &keys,
+      {std::string(a.member), str(a.permits), str(a.lease.count()), str(a.liveness.count()), a.queue ? "q" : "t"}};
+}
+
+Acquired parse_acquired(const redisReply& r) {
+  if (is_error(r)) throw_reply_error(r, "fairlock acquire");
   Acquired out;
-  const long long status = reply_integer(reply_at(*r, 0));
+  const long long status = reply_integer(reply_at(r, 0));
   if (status == 1) {
     out.status = Acquired::Status::granted;
-    out.fence = checked_fence(reply_integer(reply_at(*r, 1)), "fence");
+    out.fence = checked_fence(reply_integer(reply_at(r, 1)), "fence");
   } else if (status == 0) {
     out.status = Acquired::Status::queued;
-    out.ticket = checked_fence(reply_integer(reply_at(*r, 1)), "ticket");
-    out.position = reply_integer(reply_at(*r, 2));
-    out.next_expiry_ms = reply_integer(reply_at(*r, 3));
+    out.ticket = checked_fence(reply_integer(reply_at(r, 1)), "ticket");
+    out.position = reply_integer(reply_at(r, 2));
+    out.next_expiry_ms = reply_integer(reply_at(r, 3));
   } else if (status != -1) {
     throw ServerError("fairlock acquire: unexpected status " + std::to_string(status));
   }
   return out;
+}
+
+Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& a) {
+  return parse_acquired(*server.run_one(acquire_call(keys, a)));
 }
 
 bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
@@ -252,18 +261,26 @@ void release_all(Server& server, const std::vector<ReleaseCall>& calls) {
   server.run_batch(batch, Lane::commands);
 }
 
-CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
-  ReplyPtr r = server.run(Script::cancel, keys, {std::string(member), str(permits)});
+ScriptCall cancel_call(const Keys& keys, std::string_view member, std::uint32_t permits) {
+  return ScriptCall{Script::cancel, &keys, {std::string(member), str(permits)}};
+}
+
+CancelResult parse_cancelled(const redisReply& r) {
+  if (is_error(r)) throw_reply_error(r, "fairlock cancel");
   CancelResult out;
-  switch (reply_integer(reply_at(*r, 0))) {
+  switch (reply_integer(reply_at(r, 0))) {
     case 1: out.status = CancelResult::Status::left; break;
     case 2:
       out.status = CancelResult::Status::granted;
-      out.fence = checked_fence(reply_integer(reply_at(*r, 1)), "fence");
+      out.fence = checked_fence(reply_integer(reply_at(r, 1)), "fence");
       break;
     default: break;
   }
   return out;
+}
+
+CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
+  return parse_cancelled(*server.run_one(cancel_call(keys, member, permits)));
 }
 
 std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const std::vector<BeatName>& names) {

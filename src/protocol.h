@@ -95,6 +95,10 @@ struct Acquired {
   long long next_expiry_ms = -1;  // queued: ms until the earliest holder deadline, -1 none
 };
 Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& args);
+// The same call in two halves, for a caller that pipelines many (the async
+// driver). parse_* throw the typed error of an error reply.
+ScriptCall acquire_call(const Keys& keys, const AcquireArgs& args);
+Acquired parse_acquired(const redisReply& reply);
 
 // release: true if the member held a grant and gave it up.
 bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits);
@@ -111,6 +115,8 @@ struct CancelResult {
   std::uint64_t fence = 0;  // granted: handed off while it was giving up
 };
 CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits);
+ScriptCall cancel_call(const Keys& keys, std::string_view member, std::uint32_t permits);
+CancelResult parse_cancelled(const redisReply& reply);
 
 // The heartbeat of one process: one call per name, all in one pipeline.
 struct BeatEntry {

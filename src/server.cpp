@@ -9,10 +9,14 @@ Server::Server(Target target, std::size_t pool_size, Counters& counters, spdlog:
       heartbeat_(target_, 1, counters, log) {}
 
 ReplyPtr Server::run(Script s, const Keys& keys, std::vector<std::string> args) {
-  std::vector<ScriptCall> calls{ScriptCall{s, &keys, std::move(args)}};
-  ReplyPtr r = std::move(run_batch(calls, Lane::commands).front());
+  ReplyPtr r = run_one(ScriptCall{s, &keys, std::move(args)});
   if (is_error(*r)) throw_reply_error(*r, std::string("fairlock ").append(script_name(s)));
   return r;
+}
+
+ReplyPtr Server::run_one(ScriptCall call) {
+  std::vector<ScriptCall> calls{std::move(call)};
+  return std::move(run_batch(calls, Lane::commands).front());
 }
 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane) {

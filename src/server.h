@@ -27,6 +27,8 @@ class Server {
 
   // One script call; an error reply is thrown typed (ServerError, ...).
   ReplyPtr run(Script s, const Keys& keys, std::vector<std::string> args);
+  // One script call; an error reply is returned in place.
+  ReplyPtr run_one(ScriptCall call);
   // Script calls in one round trip; error replies are left in place.
   std::vector<ReplyPtr> run_batch(const std::vector<ScriptCall>& calls, Lane lane);
   // A plain command; an error reply is thrown typed.

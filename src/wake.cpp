@@ -106,18 +106,24 @@ std::string Wake::channel_of(const std::string& name) const {
   return keyspace_channel(server_.endpoint().db, config_.key_prefix, name, config_.client_id);
 }
 
-bool Wake::watch(const std::string& name) {
+bool Wake::watch(const std::string& name, bool wait) {
   std::unique_lock<std::mutex> lk(mu_);
   ++watched_[name];
   std::string channel = channel_of(name);
   channel_name_[channel] = name;
   if (!confirmed_.count(channel)) {
     poke();
+    if (!wait) return false;
     if (!cv_.wait_for(lk, config_.confirm_timeout, [&] { return confirmed_.count(channel) > 0 || stopping_.load(); })) {
       log_.warn("fairlock: keyspace subscription for {} not confirmed; this wait polls", name);
     }
   }
   return confirmed_.count(channel) > 0;
+}
+
+bool Wake::watching(const std::string& name) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return confirmed_.count(channel_of(name)) > 0;
 }
 
 void Wake::unwatch(const std::string& name) {

@@ -56,8 +56,11 @@ class Wake {
   void stop() noexcept;
   // Signals arrive now: a waiter may sleep on them (with a bounded timer).
   bool signals_ok() const { return signals_ok_.load(); }
-  // Keyspace mode: subscribe to the name's wake channel; true once confirmed.
-  bool watch(const std::string& name);
+  // Keyspace mode: subscribe to the name's wake channel; true once confirmed
+  // (waits up to confirm_timeout for that unless `wait` is false).
+  bool watch(const std::string& name, bool wait = true);
+  // The name's wake channel is subscribed now.
+  bool watching(const std::string& name);
   void unwatch(const std::string& name);
 
  private:

@@ -1,9 +1,12 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <memory>
 #include <string>
 
+#include "fairlock/async.h"
 #include "fairlock/client.h"
 #include "fairlock/options.h"
 
@@ -58,8 +61,25 @@ class FairSemaphore {
   // release() for std guards (BasicLockable): never throws, whatever it
   // found; unlocking what is not held is logged as a warning.
   void unlock() noexcept;
+  // --- asynchronous (see fairlock/async.h): return at once, no thread waits.
+  // Queues like lock(); `done` runs exactly once when the wait ends (see
+  // Options::executor for where). Throws at once, without queueing,
+  // std::logic_error if this object already holds or waits, Error once the
+  // client is shut down.
+  AcquireHandle lock_async(AcquireCallback done);
+  // The same with a deadline: TimeoutError when it passes (the queue entry
+  // is left as try_lock_for leaves it). A timeout <= 0 tries once.
+  AcquireHandle lock_async(std::chrono::milliseconds timeout, AcquireCallback done);
+  // lock_async as a future: the fence, or the error thrown by get().
+  std::future<std::uint64_t> lock_future();
+  std::future<std::uint64_t> lock_future(std::chrono::milliseconds timeout);
+  // release() on the client's async thread; `done` (may be empty) gets
+  // what release() would return.
+  void release_async(std::function<void(Released)> done = {});
+
   // Makes a lock()/try_lock_for() blocked in another thread leave the queue
-  // and throw Cancelled. Harmless when nothing waits.
+  // and throw Cancelled (an asynchronous wait: its callback gets Cancelled).
+  // Harmless when nothing waits.
   void cancel() noexcept;
 
   // True while the grant is held and not known to be lost.

@@ -1,5 +1,6 @@
 #pragma once
 // Umbrella header of the fairlock library.
+#include "fairlock/async.h"
 #include "fairlock/client.h"
 #include "fairlock/errors.h"
 #include "fairlock/fair_lock.h"

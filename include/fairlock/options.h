@@ -69,6 +69,13 @@ struct Options {
   bool configure_keyspace_events = false;
   // Log sink; null means silent. The library never uses spdlog's registry.
   std::shared_ptr<spdlog::logger> logger;
+  // Where the callbacks of asynchronous calls (lock_async, release_async)
+  // run: empty means on the client's async thread (which then drives no
+  // other wait until the callback returns: keep callbacks short, hand long
+  // work elsewhere). Set it to run them on your own event loop, e.g. a
+  // fairlock::ReadyQueue's executor(). It must accept callbacks until the
+  // Client is shut down. Callbacks may call back into the library.
+  std::function<void(std::function<void()>)> executor;
 };
 
 // Per-lock settings.

@@ -1,0 +1,213 @@
+#include "async_driver.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "script_batch.h"
+
+namespace fairlock::detail {
+
+using std::chrono::steady_clock;
+
+namespace {
+
+struct Timer {
+  SteadyTime at;
+  std::shared_ptr<AsyncWaiter> waiter;
+  bool operator>(const Timer& o) const { return at > o.at; }
+};
+
+}  // namespace
+
+struct AsyncDriver::State {
+  Executor executor;
+  std::shared_ptr<spdlog::logger> log;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<AsyncWaiter>> ready;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  std::deque<std::function<void()>> jobs;
+  bool started = false;
+  bool stopping = false;
+  bool finished = false;  // the loop has ended: nothing scheduled now would run
+  std::thread thread;
+  std::mutex join_mu;
+
+  // One round of the loop's work, taken under the lock.
+  struct Round {
+    std::vector<std::shared_ptr<AsyncWaiter>> waiters;
+    std::vector<std::function<void()>> jobs;
+    std::vector<std::shared_ptr<AsyncWaiter>> dropped;  // stale timers, released unlocked
+    bool last = false;
+  };
+  Round take(std::unique_lock<std::mutex>& lk);
+  void arm(const std::shared_ptr<AsyncWaiter>& w, SteadyTime at);
+  void make_ready(const std::shared_ptr<AsyncWaiter>& w) {
+    if (w->scheduled_) return;
+    w->scheduled_ = true;
+    ready.push_back(w);
+  }
+};
+
+AsyncDriver::AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log) : state_(std::make_shared<State>()) {
+  state_->executor = std::move(executor);
+  state_->log = std::move(log);
+}
+
+AsyncDriver::~AsyncDriver() {
+  stop();
+  // Destroyed on its own thread (the last reference to the client dropped
+  // there): the loop holds the state and ends by itself.
+  std::lock_guard<std::mutex> lk(state_->join_mu);
+  if (state_->thread.joinable()) state_->thread.detach();
+}
+
+void AsyncDriver::start_locked() {
+  if (state_->started) return;
+  state_->started = true;
+  state_->thread = std::thread([s = state_] { loop(s); });
+}
+
+bool AsyncDriver::schedule(const std::shared_ptr<AsyncWaiter>& waiter) {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  if (state_->finished) return false;
+  start_locked();
+  state_->make_ready(waiter);
+  state_->cv.notify_one();
+  return true;
+}
+
+void AsyncDriver::post(std::function<void()> job) {
+  {
+    std::lock_guard<std::mutex> lk(state_->mu);
+    if (!state_->finished) {
+      start_locked();
+      state_->jobs.push_back(std::move(job));
+      state_->cv.notify_one();
+      return;
+    }
+  }
+  job();
+}
+
+void AsyncDriver::deliver(std::function<void()> callback) noexcept {
+  const std::shared_ptr<spdlog::logger>& log = state_->log;
+  auto guarded = [callback = std::move(callback), log] {
+    try {
+      callback();
+    } catch (const std::exception& e) {
+      log->error("fairlock: an asynchronous callback threw: {}", e.what());
+    } catch (...) {
+      log->error("fairlock: an asynchronous callback threw");
+    }
+  };
+  if (!state_->executor) return guarded();
+  try {
+    state_->executor(guarded);
+  } catch (const std::exception& e) {  // never lose a callback: run it here
+    log->error("fairlock: the executor threw ({}); running the callback on the async thread", e.what());
+    guarded();
+  } catch (...) {
+    log->error("fairlock: the executor threw; running the callback on the async thread");
+    guarded();
+  }
+}
+
+void AsyncDriver::stop() noexcept {
+  {
+    std::lock_guard<std::mutex> lk(state_->mu);
+    state_->stopping = true;
+    state_->cv.notify_one();
+  }
+  std::lock_guard<std::mutex> lk(state_->join_mu);
+  if (state_->thread.get_id() == std::this_thread::get_id()) return;  // a callback on our thread
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+void AsyncDriver::State::arm(const std::shared_ptr<AsyncWaiter>& w, SteadyTime at) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (w->armed_at_ == at) return;
+  w->armed_at_ = at;
+  timers.push(Timer{at, w});
+  cv.notify_one();
+}
+
+AsyncDriver::State::Round AsyncDriver::State::take(std::unique_lock<std::mutex>& lk) {
+  Round round;
+  for (;;) {
+    if (stopping) {  // every waiter is looked at once more; nothing waits for a timer
+      while (!timers.empty()) {
+        Timer t = timers.top();
+        timers.pop();
+        t.waiter->armed_at_.reset();
+        make_ready(t.waiter);
+      }
+    }
+    const auto now = steady_clock::now();
+    while (!timers.empty() && timers.top().at <= now) {
+      Timer t = timers.top();
+      timers.pop();
+      if (t.waiter->armed_at_ == t.at) {
+        t.waiter->armed_at_.reset();
+        make_ready(t.waiter);
+      }
+      round.dropped.push_back(std::move(t.waiter));
+    }
+    if (!ready.empty() || !jobs.empty()) break;
+    if (stopping) {
+      round.last = finished = true;
+      return round;
+    }
+    if (timers.empty()) {
+      cv.wait(lk);
+    } else {
+      cv.wait_until(lk, timers.top().at);
+    }
+  }
+  for (auto& w : ready) {
+    w->scheduled_ = false;
+    round.waiters.push_back(std::move(w));
+  }
+  ready.clear();
+  for (auto& j : jobs) round.jobs.push_back(std::move(j));
+  jobs.clear();
+  return round;
+}
+
+void AsyncDriver::loop(const std::shared_ptr<State>& s) {
+  for (;;) {
+    State::Round round;
+    {
+      std::unique_lock<std::mutex> lk(s->mu);
+      round = s->take(lk);
+    }
+    if (round.last) return;
+    ScriptBatch batch;
+    const auto now = steady_clock::now();
+    for (auto& w : round.waiters) {
+      try {
+        if (auto at = w->advance(now, batch)) s->arm(w, *at);
+      } catch (const std::exception& e) {  // advance reports its own errors; this is a bug
+        s->log->error("fairlock: async wait step failed: {}", e.what());
+      }
+    }
+    batch.run();
+    for (auto& job : round.jobs) {
+      try {
+        job();
+      } catch (const std::exception& e) {
+        s->log->error("fairlock: async job failed: {}", e.what());
+      }
+    }
+  }
+}
+
+}  // namespace fairlock::detail

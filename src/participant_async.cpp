@@ -1,0 +1,187 @@
+// The asynchronous driver of a Participant: the same Claim steps as the
+// blocking drive(), run by the client's async thread (AsyncDriver), their
+// script calls batched with other waiters'. Replies are settled by the code
+// the blocking driver uses; every way out runs the callback exactly once.
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "client_impl.h"
+#include "fairlock/errors.h"
+#include "participant.h"
+#include "router.h"
+#include "script_batch.h"
+
+namespace fairlock::detail {
+
+AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, bool queue, AcquireCallback done) {
+  if (!done) throw std::invalid_argument("done: the callback must not be empty");
+  client_->check_running();
+  const std::string member = start_wait(deadline, queue);  // throws while held or waiting
+  const bool watched = queue && client_->mode() == Notify::keyspace;
+  if (watched) node().wake.watch(name_, false);  // the wait polls until it is confirmed
+  std::uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    id = ++waits_;
+    async_ = AsyncWait{std::move(done), id, watched};
+  }
+  if (!client_->async().schedule(shared_from_this())) {  // the client shut down meanwhile
+    std::unique_lock<std::mutex> lk(mu_);
+    if (async_ && async_->watched) node().wake.unwatch(name_);
+    async_.reset();
+    fail_wait(lk, member);
+    throw Error("fairlock: the client is shut down");
+  }
+  return AcquireHandle(weak_from_this(), id);
+}
+
+void Participant::cancel_wait(std::uint64_t wait) noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (async_ && async_->id == wait && claim_.cancel()) notify_waiter();
+}
+
+void Participant::release_async(std::function<void(Released)> done) {
+  client_->async().post([self = shared_from_this(), done = std::move(done)] {
+    const Released r = self->release();
+    if (done) self->client_->async().deliver([done, r] { done(r); });
+  });
+}
+
+// One look at the wait, on the async thread.
+std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batch) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!async_) return std::nullopt;  // ended already
+  const std::string member = claim_.member();
+  try {
+    const bool watched = async_->watched && node().wake.watching(name_);
+    const Step step = claim_.next(now, wait_context(watched));
+    switch (step.kind) {
+      case Step::Kind::ask: send_ask(batch, member, step.queue, now); break;
+      case Step::Kind::wait: return step.until;
+      case Step::Kind::give_up: send_give_up(batch, member); break;
+      case Step::Kind::granted:
+        if (client_->stopped()) {  // granted as the client shuts down: give it back
+          finish_async(lk,
+                       AcquireResult::failed_with(std::make_exception_ptr(Cancelled("fairlock: client is shut down"))));
+          lk.unlock();
+          abandon();
+          break;
+        }
+        finish_async(lk, AcquireResult::granted_with(claim_.fence()));
+        break;
+      case Step::Kind::timed_out:
+      case Step::Kind::busy: {
+        const bool busy = step.kind == Step::Kind::busy;
+        client_->session().delist(member);
+        finish_async(lk, AcquireResult::failed_with(std::make_exception_ptr(
+                             TimeoutError("fairlock: " + name_ + (busy ? " is busy" : ": wait timed out")))));
+        break;
+      }
+      case Step::Kind::cancelled:
+        claim_.finish_cancelled();
+        send_leave(batch, member);
+        finish_async(lk, AcquireResult::failed_with(
+                             std::make_exception_ptr(Cancelled("fairlock: wait for " + name_ + " cancelled"))));
+        break;
+    }
+  } catch (...) {
+    if (!lk.owns_lock()) lk.lock();
+    fail_async(lk, std::current_exception());
+  }
+  return std::nullopt;
+}
+
+void Participant::send_ask(ScriptBatch& batch, const std::string& member, bool queue, SteadyTime now) {
+  batch.add(node().server, acquire_call(keys_, acquire_args(member, queue)),
+            [self = shared_from_this(), now](const redisReply* reply, const std::exception_ptr& error) {
+              self->on_ask_reply(reply, error, now);
+            });
+}
+
+void Participant::on_ask_reply(const redisReply* reply, std::exception_ptr error, SteadyTime sent) {
+  Acquired parsed;
+  if (!error) {
+    try {
+      parsed = parse_acquired(*reply);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!async_) return;
+  try {
+    settle_ask(lk, parsed, error, sent);
+    client_->async().schedule(shared_from_this());
+  } catch (...) {
+    if (!lk.owns_lock()) lk.lock();
+    fail_async(lk, std::current_exception());
+  }
+}
+
+void Participant::send_give_up(ScriptBatch& batch, const std::string& member) {
+  batch.add(node().server, cancel_call(keys_, member, permits_),
+            [self = shared_from_this()](const redisReply* reply, const std::exception_ptr& error) {
+              self->on_give_up_reply(reply, error);
+            });
+}
+
+void Participant::on_give_up_reply(const redisReply* reply, const std::exception_ptr& error) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!async_) return;
+  try {
+    if (error) std::rethrow_exception(error);
+    claim_.on_gave_up(parse_cancelled(*reply));
+    client_->async().schedule(shared_from_this());
+  } catch (...) {
+    if (!lk.owns_lock()) lk.lock();
+    fail_async(lk, std::current_exception());
+  }
+}
+
+// leave() for the async thread: the cancel call rides in the batch.
+void Participant::send_leave(ScriptBatch& batch, const std::string& member) {
+  client_->session().delist(member);
+  batch.add(node().server, cancel_call(keys_, member, permits_),
+            [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
+              try {
+                if (error) std::rethrow_exception(error);
+                if (parse_cancelled(*reply).status == CancelResult::Status::granted) self->release_quietly(member);
+              } catch (const std::exception& e) {  // the entry expires by its liveness deadline
+                self->client_->log().warn("fairlock: could not leave the queue of {}: {}", self->name_, e.what());
+              }
+            });
+}
+
+// The wait is over: the callback runs (unlocked, through the executor).
+// Called locked, returns locked.
+void Participant::finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result) {
+  AsyncWait wait = std::move(*async_);
+  async_.reset();
+  lk.unlock();
+  if (wait.watched) node().wake.unwatch(name_);
+  client_->async().deliver([done = std::move(wait.done), result] { done(result); });
+  lk.lock();
+}
+
+// The wait ends with an error: it leaves the queue (as the blocking one).
+void Participant::fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error) {
+  if (!async_) return;
+  AsyncWait wait = std::move(*async_);
+  async_.reset();
+  const std::string member = claim_.member();
+  fail_wait(lk, member);
+  if (wait.watched) node().wake.unwatch(name_);
+  client_->async().deliver([done = std::move(wait.done), r = AcquireResult::failed_with(error)] { done(r); });
+  lk.lock();
+}
+
+}  // namespace fairlock::detail
+
+namespace fairlock {
+
+void AcquireHandle::cancel() const noexcept {
+  if (auto p = p_.lock()) p->cancel_wait(wait_);
+}
+
+}  // namespace fairlock
