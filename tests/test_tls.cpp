@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -100,6 +101,32 @@ TEST(Tls, LockAndSemaphoreWorkOverTls) {
   b.unlock();
   c.unlock();
   EXPECT_GE(other.stats().wakes_signal, 1u);  // the handoff came through the TLS subscriber
+}
+
+// Asynchronous waits ride the same TLS connections: batched asks, the
+// handoff signal through the TLS subscriber, the callback on the async thread.
+TEST(Tls, AsyncWaitsAreGrantedInOrderOverTls) {
+  Client client(tls_opts(tls_server()));
+  const std::string name = unique_name("tls-async");
+  FairLock holder(client, name);
+  holder.lock();
+  constexpr int kWaiters = 50;
+  std::vector<std::unique_ptr<FairLock>> locks;
+  std::vector<std::future<std::uint64_t>> fences;
+  for (int i = 0; i < kWaiters; ++i) {
+    locks.push_back(std::make_unique<FairLock>(client, name));
+    fences.push_back(locks.back()->lock_future(60s));
+  }
+  ASSERT_TRUE(eventually([&] { return zcard(tls_server(), name, "q") == kWaiters; }));
+  std::uint64_t last = holder.fence();
+  holder.unlock();
+  for (int i = 0; i < kWaiters; ++i) {
+    const std::uint64_t fence = fences[i].get();  // in call order, each after the one before released
+    EXPECT_GT(fence, last);
+    last = fence;
+    EXPECT_EQ(locks[i]->release(), Released::released);
+  }
+  EXPECT_GE(client.stats().wakes_signal, 1u);  // (a grant may also be learned from a heartbeat first)
 }
 
 TEST(Tls, ProcessesAreServedInArrivalOrderOverTls) {
