@@ -37,8 +37,9 @@ struct AsyncDriver::State {
   std::deque<std::function<void()>> jobs;
   bool started = false;
   bool stopping = false;
-  bool finished = false;  // the loop has ended: nothing scheduled now would run
-  std::thread thread;
+  bool finished = false;      // the loop has ended: nothing scheduled now would run
+  std::thread thread;         // joined (or detached) under join_mu
+  std::thread::id thread_id;  // set once, under mu
   std::mutex join_mu;
 
   // One round of the loop's work, taken under the lock.
@@ -74,6 +75,7 @@ void AsyncDriver::start_locked() {
   if (state_->started) return;
   state_->started = true;
   state_->thread = std::thread([s = state_] { loop(s); });
+  state_->thread_id = state_->thread.get_id();
 }
 
 bool AsyncDriver::schedule(const std::shared_ptr<AsyncWaiter>& waiter) {
@@ -126,9 +128,11 @@ void AsyncDriver::stop() noexcept {
     std::lock_guard<std::mutex> lk(state_->mu);
     state_->stopping = true;
     state_->cv.notify_one();
+    // A callback on our own thread: the loop ends by itself once it returns.
+    // (Checked before join_mu, which another thread may hold joining us.)
+    if (state_->started && state_->thread_id == std::this_thread::get_id()) return;
   }
   std::lock_guard<std::mutex> lk(state_->join_mu);
-  if (state_->thread.get_id() == std::this_thread::get_id()) return;  // a callback on our thread
   if (state_->thread.joinable()) state_->thread.join();
 }
 
