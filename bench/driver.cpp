@@ -54,7 +54,7 @@ void parse_args(Env& e, int argc, char** argv) {
   if (e.port <= 0)
     throw std::runtime_error(
         "usage: fairlock_bench run --port P [--smoke] [--json F] [--md F] "
-        "[--chart-data DIR] [--micro F] [--only ABCDEFGT] [--tls-port P --cacert F]");
+        "[--chart-data DIR] [--micro F] [--only ABCDEFGHT] [--tls-port P --cacert F]");
 }
 
 // The rest of the set-up: this executable (the workers run it), the chart
@@ -124,8 +124,8 @@ void run_scenarios(Env& e) {
     char id;
     void (*fn)(Env&);
   };
-  const Step steps[] = {{'A', scenario_A}, {'B', scenario_B}, {'C', scenario_C}, {'D', scenario_D},
-                        {'E', scenario_E}, {'F', scenario_F}, {'G', scenario_G}, {'T', scenario_T}};
+  const Step steps[] = {{'A', scenario_A}, {'B', scenario_B}, {'C', scenario_C}, {'D', scenario_D}, {'E', scenario_E},
+                        {'F', scenario_F}, {'G', scenario_G}, {'H', scenario_H}, {'T', scenario_T}};
   for (const auto& s : steps) {
     if (!e.wants(s.id)) continue;
     try {

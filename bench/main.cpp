@@ -44,6 +44,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: fairlock_bench run --port P [--smoke] [--json F] [--md F] [--chart-data DIR] [--micro F] "
-               "[--only ABCDEFG]\n       (bench/run.sh starts a redis-server and calls this)\n");
+               "[--only ABCDEFGHT]\n       (bench/run.sh starts a redis-server and calls this)\n");
   return 2;
 }

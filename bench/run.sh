@@ -8,9 +8,9 @@
 #   bench/run.sh --smoke    seconds-long version for CI; writes its results under
 #                           the build directory, never over bench/results
 #
-# Options: --build-dir DIR  build there (default: build-bench/ at the repository root)
-#          --only ABCDEFGT  run only these scenarios (no chart)
-#          --no-build       use the binaries already in the build directory
+# Options: --build-dir DIR   build there (default: build-bench/ at the repository root)
+#          --only ABCDEFGHT  run only these scenarios (no chart)
+#          --no-build        use the binaries already in the build directory
 #
 # Exits non-zero only if the benchmark itself is broken (build failure, a
 # scenario that could not run); missed performance targets are reported, not

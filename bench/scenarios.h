@@ -12,6 +12,7 @@ void scenario_D(Env& e);  // the scale of one queue (scenario_d.cpp)
 void scenario_E(Env& e);  // many names (scenario_e.cpp)
 void scenario_F(Env& e);  // heartbeat cost (scenario_f.cpp)
 void scenario_G(Env& e);  // wake transports (scenario_g.cpp)
+void scenario_H(Env& e);  // asynchronous waits (scenario_h.cpp)
 void scenario_T(Env& e);  // TLS against plain TCP (scenario_t.cpp)
 
 }  // namespace fbench
