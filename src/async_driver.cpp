@@ -50,6 +50,9 @@ struct AsyncDriver::State {
     bool last = false;
   };
   Round take(std::unique_lock<std::mutex>& lk);
+  // Nothing scheduled now would run: the loop has ended, or it was stopped
+  // before it ever started (and must not start after stop()).
+  bool over() const { return finished || (stopping && !started); }
   void arm(const std::shared_ptr<AsyncWaiter>& w, SteadyTime at);
   void make_ready(const std::shared_ptr<AsyncWaiter>& w) {
     if (w->scheduled_) return;
@@ -80,7 +83,7 @@ void AsyncDriver::start_locked() {
 
 bool AsyncDriver::schedule(const std::shared_ptr<AsyncWaiter>& waiter) {
   std::lock_guard<std::mutex> lk(state_->mu);
-  if (state_->finished) return false;
+  if (state_->over()) return false;
   start_locked();
   state_->make_ready(waiter);
   state_->cv.notify_one();
@@ -90,7 +93,7 @@ bool AsyncDriver::schedule(const std::shared_ptr<AsyncWaiter>& waiter) {
 void AsyncDriver::post(std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lk(state_->mu);
-    if (!state_->finished) {
+    if (!state_->over()) {
       start_locked();
       state_->jobs.push_back(std::move(job));
       state_->cv.notify_one();

@@ -69,6 +69,7 @@ std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool que
   std::optional<std::string> stale;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    if (async_) throw std::logic_error("fairlock: " + name_ + " is already waiting asynchronously");
     stale = claim_.begin(member, queue, deadline, name_);
   }
   if (stale) {
@@ -260,7 +261,13 @@ void Participant::abandon() noexcept {
   ReleasePlan plan;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (claim_.cancel()) {  // a wait is in progress (another thread's, or asynchronous): make it leave
+    if (async_) {  // an asynchronous wait, perhaps granted but not yet delivered: it ends Cancelled
+      abandoned_ = true;
+      claim_.cancel();
+      notify_waiter();
+      return;
+    }
+    if (claim_.cancel()) {  // another thread waits: make it leave
       notify_waiter();
       return;
     }

@@ -90,10 +90,12 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   };
   void send_ask(ScriptBatch& batch, const std::string& member, bool queue, SteadyTime now);
   void send_give_up(ScriptBatch& batch, const std::string& member);
-  void send_leave(ScriptBatch& batch, const std::string& member);
+  void send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait);
   void on_ask_reply(const redisReply* reply, std::exception_ptr error, SteadyTime sent);
   void on_give_up_reply(const redisReply* reply, const std::exception_ptr& error);
   void finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result);
+  AsyncWait end_async(std::unique_lock<std::mutex>& lk);
+  void deliver(AsyncWait wait, const AcquireResult& result);
   void fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error);
 
   std::shared_ptr<ClientImpl> client_;
@@ -107,6 +109,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   Claim claim_;
   std::optional<AsyncWait> async_;  // the wait in progress is asynchronous
   std::uint64_t waits_ = 0;         // asynchronous waits begun (their ids)
+  bool abandoned_ = false;          // the owning object went away during an asynchronous wait
 };
 
 }  // namespace fairlock::detail

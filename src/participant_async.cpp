@@ -28,10 +28,13 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
   }
   if (!client_->async().schedule(shared_from_this())) {  // the client shut down meanwhile
     std::unique_lock<std::mutex> lk(mu_);
-    if (async_ && async_->watched) node().wake.unwatch(name_);
-    async_.reset();
-    fail_wait(lk, member);
-    throw Error("fairlock: the client is shut down");
+    // Unless the async thread saw this wait after all (and so ends it):
+    if (async_ && async_->id == id) {
+      if (async_->watched) node().wake.unwatch(name_);
+      async_.reset();
+      fail_wait(lk, member);
+      throw Error("fairlock: the client is shut down");
+    }
   }
   return AcquireHandle(weak_from_this(), id);
 }
@@ -61,9 +64,9 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
       case Step::Kind::wait: return step.until;
       case Step::Kind::give_up: send_give_up(batch, member); break;
       case Step::Kind::granted:
-        if (client_->stopped()) {  // granted as the client shuts down: give it back
-          finish_async(lk,
-                       AcquireResult::failed_with(std::make_exception_ptr(Cancelled("fairlock: client is shut down"))));
+        if (client_->stopped() || abandoned_) {  // granted as the client or the object goes away: give it back
+          finish_async(lk, AcquireResult::failed_with(std::make_exception_ptr(Cancelled(
+                               "fairlock: wait for " + name_ + " cancelled (its object or client went away)"))));
           lk.unlock();
           abandon();
           break;
@@ -80,9 +83,7 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
       }
       case Step::Kind::cancelled:
         claim_.finish_cancelled();
-        send_leave(batch, member);
-        finish_async(lk, AcquireResult::failed_with(
-                             std::make_exception_ptr(Cancelled("fairlock: wait for " + name_ + " cancelled"))));
+        send_leave(batch, member, end_async(lk));  // the callback runs once the queue is left
         break;
     }
   } catch (...) {
@@ -139,40 +140,77 @@ void Participant::on_give_up_reply(const redisReply* reply, const std::exception
   }
 }
 
-// leave() for the async thread: the cancel call rides in the batch.
-void Participant::send_leave(ScriptBatch& batch, const std::string& member) {
+// leave() for the async thread: the cancel call rides in the batch; the
+// callback gets Cancelled once it has run, as a blocking lock() throws
+// Cancelled after leaving.
+void Participant::send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait) {
   client_->session().delist(member);
+  const auto cancelled =
+      AcquireResult::failed_with(std::make_exception_ptr(Cancelled("fairlock: wait for " + name_ + " cancelled")));
   batch.add(node().server, cancel_call(keys_, member, permits_),
-            [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
+            [self = shared_from_this(), member, wait = std::move(wait), cancelled](
+                const redisReply* reply, const std::exception_ptr& error) mutable {
               try {
                 if (error) std::rethrow_exception(error);
                 if (parse_cancelled(*reply).status == CancelResult::Status::granted) self->release_quietly(member);
               } catch (const std::exception& e) {  // the entry expires by its liveness deadline
                 self->client_->log().warn("fairlock: could not leave the queue of {}: {}", self->name_, e.what());
               }
+              self->deliver(std::move(wait), cancelled);
             });
 }
 
 // The wait is over: the callback runs (unlocked, through the executor).
 // Called locked, returns locked.
 void Participant::finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result) {
-  AsyncWait wait = std::move(*async_);
-  async_.reset();
+  AsyncWait wait = end_async(lk);
   lk.unlock();
-  if (wait.watched) node().wake.unwatch(name_);
-  client_->async().deliver([done = std::move(wait.done), result] { done(result); });
+  deliver(std::move(wait), result);
   lk.lock();
 }
 
-// The wait ends with an error: it leaves the queue (as the blocking one).
-void Participant::fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error) {
-  if (!async_) return;
+// Takes the wait out (a later wait of the object may begin at once).
+Participant::AsyncWait Participant::end_async(std::unique_lock<std::mutex>& /*locked*/) {
   AsyncWait wait = std::move(*async_);
   async_.reset();
-  const std::string member = claim_.member();
-  fail_wait(lk, member);
+  return wait;
+}
+
+void Participant::deliver(AsyncWait wait, const AcquireResult& result) {
   if (wait.watched) node().wake.unwatch(name_);
-  client_->async().deliver([done = std::move(wait.done), r = AcquireResult::failed_with(error)] { done(r); });
+  client_->async().deliver([done = std::move(wait.done), result] { done(result); });
+}
+
+namespace {
+// The server answered (an error reply): leaving the queue is one quick call.
+// Otherwise it is unreachable or slow, and the async thread must not wait on
+// it once per waiter: the entry expires by its liveness deadline.
+bool server_answered(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConnectionError&) {
+    return false;
+  } catch (const TimeoutError&) {
+    return false;
+  } catch (...) {
+    return true;
+  }
+}
+}  // namespace
+
+// The wait ends with an error. Called locked, returns locked.
+void Participant::fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error) {
+  if (!async_) return;
+  AsyncWait wait = end_async(lk);
+  const std::string member = claim_.member();
+  if (server_answered(error)) {
+    fail_wait(lk, member);  // leaves the queue, as the blocking driver does
+  } else {
+    if (claim_.waiting()) claim_.abort();
+    lk.unlock();
+    client_->session().delist(member);
+  }
+  deliver(std::move(wait), AcquireResult::failed_with(error));
   lk.lock();
 }
 

@@ -19,6 +19,7 @@ Session::~Session() { shutdown(); }
 void Session::start(Router& router) {
   router_ = &router;
   thread_ = std::thread([this] { loop(); });
+  thread_id_ = thread_.get_id();
 }
 
 // ---------------------------------------------------------------- registry
@@ -219,7 +220,7 @@ void Session::shutdown() noexcept {
   if (first) release_held();
   // Called from a callback on our own thread: it ends by itself once it
   // returns; joining it (or waiting for another joiner) would deadlock.
-  if (thread_.get_id() == std::this_thread::get_id()) return;
+  if (thread_id_ == std::this_thread::get_id()) return;
   std::lock_guard<std::mutex> lk(join_mu_);
   if (thread_.joinable()) thread_.join();
 }

@@ -105,6 +105,7 @@ class Session final : public WakeSink {
   bool stopping_ = false;
   bool poke_ = false;
   std::thread thread_;
+  std::thread::id thread_id_;  // set once by start(): compared without join_mu_
   std::mutex join_mu_;
 };
 

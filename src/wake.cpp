@@ -36,6 +36,7 @@ Notify Wake::start() {
   event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd_ < 0) throw Error("fairlock: eventfd failed");
   thread_ = std::thread([this] { loop(); });
+  thread_id_ = thread_.get_id();
   if (config_.mode == Notify::publish) {
     // Be subscribed before the first wait, so no early wake is lost.
     std::unique_lock<std::mutex> lk(mu_);
@@ -56,7 +57,7 @@ void Wake::stop() noexcept {
   }
   // Called from a callback on our own thread: it ends by itself once it
   // returns; joining it (or waiting for another joiner) would deadlock.
-  if (thread_.get_id() == std::this_thread::get_id()) return;
+  if (thread_id_ == std::this_thread::get_id()) return;
   std::lock_guard<std::mutex> lk(join_mu_);
   if (thread_.joinable()) thread_.join();
 }

@@ -86,6 +86,7 @@ class Wake {
   std::exception_ptr refused_;  // a wrong setup met before the first start (guarded by mu_)
   int event_fd_ = -1;
   std::thread thread_;
+  std::thread::id thread_id_;  // set once by start(): compared without join_mu_
   std::mutex join_mu_;
 
   // Subscriptions, guarded by mu_.

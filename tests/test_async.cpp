@@ -235,6 +235,28 @@ TEST(Async, DestroyingThousandsOfWaitingLocksCancelsEachOnce) {
   EXPECT_EQ(out.total(), kWaiters);  // exactly once each
 }
 
+// A lock destroyed right after lock_async: its callback runs once, and says
+// Cancelled unless it was handed over first; the grant never outlives it.
+TEST(Async, DestroyingALockAsItIsGrantedNeverLeavesTheGrant) {
+  Client client(opts_for(server()));
+  const std::string name = unique_name("async-destroy-race");
+  constexpr int kRounds = 200;
+  Outcomes out;
+  for (int i = 0; i < kRounds; ++i) {
+    FairLock lock(client, name);
+    lock.lock_async([&out, i](const AcquireResult& r) { out.record(i, r); });
+    if (i % 2 == 1) std::this_thread::sleep_for(std::chrono::microseconds(100 * (i % 5)));
+  }
+  ASSERT_TRUE(out.wait_total(kRounds));
+  EXPECT_TRUE(eventually([&] { return zcard(server(), name, "h") == 0 && zcard(server(), name, "q") == 0; }));
+  FairLock after(client, name);
+  EXPECT_TRUE(after.try_lock());
+  after.unlock();
+  std::lock_guard<std::mutex> lk(out.mu);
+  EXPECT_EQ(out.total(), kRounds);
+  EXPECT_EQ(out.other, 0);
+}
+
 TEST(Async, ShuttingDownTheClientCancelsThousandsOfPendingCallbacks) {
   Client observer(opts_for(server()));
   const std::string name = unique_name("async-shutdown");
@@ -365,6 +387,15 @@ TEST(Async, MisuseIsReportedAtOnce) {
   EXPECT_THROW(lock.lock_async(AcquireCallback()), std::invalid_argument);
   lock.lock();
   EXPECT_THROW(lock.lock_async([](const AcquireResult&) {}), std::logic_error);
+  FairLock waiter(client, lock.name());
+  Outcomes out;
+  waiter.lock_async([&](const AcquireResult& r) { out.record(0, r); });
+  // One claim at a time, until its callback has been handed over.
+  EXPECT_THROW(waiter.lock_async([](const AcquireResult&) {}), std::logic_error);
+  EXPECT_THROW((void)waiter.try_lock(), std::logic_error);
+  waiter.cancel();
+  ASSERT_TRUE(out.wait_total(1));
+  EXPECT_EQ(out.cancelled, 1);
   lock.unlock();
   FairLock moved_from(client, unique_name("async-misuse"));
   FairLock target = std::move(moved_from);
