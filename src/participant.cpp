@@ -101,7 +101,7 @@ bool Participant::drive(const std::string& member, bool watched) {
           claim_.finish_cancelled();
           lk.unlock();
           leave(member);
-          throw Cancelled("fairlock: wait for " + name_ + " cancelled");
+          throw wait_cancelled();
       }
     }
   } catch (...) {
@@ -112,12 +112,19 @@ bool Participant::drive(const std::string& member, bool watched) {
 }
 
 // A wait ends with an error: if it still queues, it leaves (best effort,
-// whatever went wrong). Called locked, returns unlocked.
-void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member) noexcept {
+// whatever went wrong), with a cancel call unless `call_server` is false
+// (then its entry expires by its liveness deadline). Called locked, returns
+// unlocked.
+void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server) noexcept {
   const bool still_waiting = claim_.waiting();
   if (still_waiting) claim_.abort();
   lk.unlock();
-  if (still_waiting) leave(member);
+  if (!still_waiting) return;
+  if (call_server) {
+    leave(member);
+  } else {
+    client_->session().delist(member);
+  }
 }
 
 WaitContext Participant::wait_context(bool watched) const {
@@ -184,17 +191,23 @@ bool Participant::finish_granted(std::unique_lock<std::mutex>& lk) {
 
 void Participant::leave(const std::string& member) noexcept {
   client_->session().delist(member);
-  // Best effort: if this fails the entry expires by its liveness deadline.
+  settle_leave(member, [&] { return detail::cancel(node().server, keys_, member, permits_); });
+}
+
+// What the cancel call of a leave found (`left` returns it, or throws how
+// the call failed): a grant handed over meanwhile is released. Best effort:
+// if this fails the entry expires by its liveness deadline.
+void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left) noexcept {
   try {
-    if (detail::cancel(node().server, keys_, member, permits_).status == CancelResult::Status::granted) {
-      detail::release(node().server, keys_, member, permits_);
-    }
+    if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_);
   } catch (const std::exception& e) {
     client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
   }
 }
 
 // ---------------------------------------------------------------- release
+
+Cancelled Participant::wait_cancelled() const { return Cancelled("fairlock: wait for " + name_ + " cancelled"); }
 
 Released Participant::release() noexcept {
   ReleasePlan plan;

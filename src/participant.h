@@ -19,6 +19,7 @@
 #include "async_driver.h"
 #include "claim.h"
 #include "fairlock/async.h"
+#include "fairlock/errors.h"
 #include "fairlock/fair_semaphore.h"
 #include "fairlock/options.h"
 #include "protocol.h"
@@ -69,7 +70,9 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
                   SteadyTime sent);
   void notify_waiter();
-  void fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member) noexcept;
+  void fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server = true) noexcept;
+  void settle_leave(const std::string& member, const std::function<CancelResult()>& left) noexcept;
+  Cancelled wait_cancelled() const;
   void report_position(std::size_t position) noexcept;
   void report_lost(const std::string& why) noexcept;
   void give_up(std::unique_lock<std::mutex>& lk, const std::string& member);
@@ -92,7 +95,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void send_give_up(ScriptBatch& batch, const std::string& member);
   void send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait);
   void on_ask_reply(const redisReply* reply, std::exception_ptr error, SteadyTime sent);
-  void on_give_up_reply(const redisReply* reply, const std::exception_ptr& error);
+  void take_reply(const std::function<void(std::unique_lock<std::mutex>&)>& take_in);
   void finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result);
   AsyncWait end_async(std::unique_lock<std::mutex>& lk);
   void deliver(AsyncWait wait, const AcquireResult& result);

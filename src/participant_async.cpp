@@ -109,30 +109,26 @@ void Participant::on_ask_reply(const redisReply* reply, std::exception_ptr error
       error = std::current_exception();
     }
   }
-  std::unique_lock<std::mutex> lk(mu_);
-  if (!async_) return;
-  try {
-    settle_ask(lk, parsed, error, sent);
-    client_->async().schedule(shared_from_this());
-  } catch (...) {
-    if (!lk.owns_lock()) lk.lock();
-    fail_async(lk, std::current_exception());
-  }
+  take_reply([&](std::unique_lock<std::mutex>& lk) { settle_ask(lk, parsed, error, sent); });
 }
 
 void Participant::send_give_up(ScriptBatch& batch, const std::string& member) {
   batch.add(node().server, cancel_call(keys_, member, permits_),
             [self = shared_from_this()](const redisReply* reply, const std::exception_ptr& error) {
-              self->on_give_up_reply(reply, error);
+              self->take_reply([&](std::unique_lock<std::mutex>& /*locked*/) {
+                if (error) std::rethrow_exception(error);
+                self->claim_.on_gave_up(parse_cancelled(*reply));
+              });
             });
 }
 
-void Participant::on_give_up_reply(const redisReply* reply, const std::exception_ptr& error) {
+// A reply to the wait in progress: `take_in` gives it to the claim (called
+// locked), then the wait is looked at again; what it throws ends the wait.
+void Participant::take_reply(const std::function<void(std::unique_lock<std::mutex>&)>& take_in) {
   std::unique_lock<std::mutex> lk(mu_);
   if (!async_) return;
   try {
-    if (error) std::rethrow_exception(error);
-    claim_.on_gave_up(parse_cancelled(*reply));
+    take_in(lk);
     client_->async().schedule(shared_from_this());
   } catch (...) {
     if (!lk.owns_lock()) lk.lock();
@@ -145,17 +141,14 @@ void Participant::on_give_up_reply(const redisReply* reply, const std::exception
 // Cancelled after leaving.
 void Participant::send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait) {
   client_->session().delist(member);
-  const auto cancelled =
-      AcquireResult::failed_with(std::make_exception_ptr(Cancelled("fairlock: wait for " + name_ + " cancelled")));
+  const auto cancelled = AcquireResult::failed_with(std::make_exception_ptr(wait_cancelled()));
   batch.add(node().server, cancel_call(keys_, member, permits_),
             [self = shared_from_this(), member, wait = std::move(wait), cancelled](
                 const redisReply* reply, const std::exception_ptr& error) mutable {
-              try {
+              self->settle_leave(member, [&] {
                 if (error) std::rethrow_exception(error);
-                if (parse_cancelled(*reply).status == CancelResult::Status::granted) self->release_quietly(member);
-              } catch (const std::exception& e) {  // the entry expires by its liveness deadline
-                self->client_->log().warn("fairlock: could not leave the queue of {}: {}", self->name_, e.what());
-              }
+                return parse_cancelled(*reply);
+              });
               self->deliver(std::move(wait), cancelled);
             });
 }
@@ -203,13 +196,7 @@ void Participant::fail_async(std::unique_lock<std::mutex>& lk, const std::except
   if (!async_) return;
   AsyncWait wait = end_async(lk);
   const std::string member = claim_.member();
-  if (server_answered(error)) {
-    fail_wait(lk, member);  // leaves the queue, as the blocking driver does
-  } else {
-    if (claim_.waiting()) claim_.abort();
-    lk.unlock();
-    client_->session().delist(member);
-  }
+  fail_wait(lk, member, server_answered(error));  // as the blocking driver, but never waits on a dead server
   deliver(std::move(wait), AcquireResult::failed_with(error));
   lk.lock();
 }
