@@ -21,7 +21,7 @@ std::optional<std::string> Claim::begin(std::string member, bool queue, std::opt
   queue_ = queue;
   deadline_ = deadline;
   outcome_.reset();
-  asked_ = counted_wait_ = false;
+  asked_ = maybe_queued_ = counted_wait_ = false;
   ticket_ = 0;
   position_ = next_expiry_ms_ = -1;
   signalled_ = kicked_ = cancelled_ = lease_confirmed_ = false;
@@ -138,22 +138,39 @@ Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
 }
 
 bool Claim::on_ask_failed(SteadyTime now, Failure failure) {
-  if (failure == Failure::refused) return false;
   if (deadline_ && now >= *deadline_) return false;
   if (!failing_since_) failing_since_ = now;
-  if (failure == Failure::unreachable) {
-    // The first reply may be lost after the script ran: the driver leaves.
-    if (!asked_) return false;
-    // Retry until our entry would have expired anyway.
-    if (now - std::max(last_ok_, refreshed_at_) > cfg_.liveness) return false;
-  } else if (!queue_ || now - *failing_since_ > cfg_.liveness) {
-    // Nothing ran, so a retry is safe, but a try must not wait, and a
-    // cache flushed for a whole liveness period is a broken server.
-    return false;
-  }
+  if (!may_retry(now, failure)) return false;
   retry_at_ = now + backoff_;
   backoff_ = std::min(backoff_ * 2, milliseconds(500));
   return true;
+}
+
+bool Claim::may_retry(SteadyTime now, Failure failure) {
+  switch (failure) {
+    case Failure::refused: return false;
+    case Failure::not_run:
+      // Nothing ran, so a retry is safe, but a try must not wait, and a
+      // cache flushed for a whole liveness period is a broken server.
+      return queue_ && now - *failing_since_ <= cfg_.liveness;
+    case Failure::in_doubt:
+      if (!asked_ && !maybe_queued_) {
+        // The first call may have queued us (a restart or a killed
+        // connection in flight): retry as a queued waiter does, with the
+        // same member, which finds its entry if it is there. A try ends:
+        // the driver leaves, releasing what it may have been granted.
+        if (!queue_) return false;
+        maybe_queued_ = true;
+        last_ok_ = now;  // that entry expires by now + liveness at the latest
+      }
+      break;
+    case Failure::unsent:
+      // A server down from the start is reported at once.
+      if (!asked_ && !maybe_queued_) return false;
+      break;
+  }
+  // Retry until our entry would have expired anyway.
+  return now - std::max(last_ok_, refreshed_at_) <= cfg_.liveness;
 }
 
 void Claim::on_gave_up(const CancelResult& reply) {

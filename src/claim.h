@@ -70,9 +70,10 @@ class Claim {
   Effects on_acquired(const Acquired& reply, SteadyTime sent);
   // How an acquire call failed.
   enum class Failure {
-    refused,      // an error reply: not retried
-    unreachable,  // connection trouble: the script may or may not have run
-    not_run,      // the script cache kept being flushed: it did not run
+    refused,   // an error reply: not retried
+    unsent,    // no connection could be opened: nothing was sent
+    in_doubt,  // the call was sent, its reply lost: the script may have run
+    not_run,   // the script cache kept being flushed: it did not run
   };
   // The acquire call failed; true if the wait retries after a backoff.
   bool on_ask_failed(SteadyTime now, Failure failure);
@@ -109,6 +110,7 @@ class Claim {
   SteadyTime wake_time(SteadyTime now, const WaitContext& ctx) const;
   std::chrono::steady_clock::duration poll_interval(std::chrono::milliseconds heartbeat_period) const;
   std::string mark_lost(std::string why);
+  bool may_retry(SteadyTime now, Failure failure);
 
   const ClaimConfig cfg_;
   Counters& counters_;
@@ -127,6 +129,7 @@ class Claim {
   std::optional<SteadyTime> deadline_;
   std::optional<Step::Kind> outcome_;  // set once the wait has ended
   bool asked_ = false;                 // a first reply came back
+  bool maybe_queued_ = false;          // or a first call may have run
   bool counted_wait_ = false;
   std::uint64_t ticket_ = 0;
   long long position_ = -1;

@@ -9,6 +9,7 @@
 #include "client_impl.h"
 #include "fairlock/errors.h"
 #include "router.h"
+#include "socket.h"
 #include "tls.h"
 
 namespace fairlock::detail {
@@ -20,6 +21,13 @@ namespace {
 // The server refused (an error reply), or the setup is wrong (a certificate
 // that does not verify): waiting and asking again cannot help.
 bool refused(const Error& e) { return dynamic_cast<const ServerError*>(&e) != nullptr || wrong_setup(e); }
+
+// How an acquire call that was not refused failed.
+Claim::Failure failure_of(const Error& e) {
+  if (dynamic_cast<const ScriptsFlushed*>(&e) != nullptr) return Claim::Failure::not_run;
+  if (dynamic_cast<const NotConnected*>(&e) != nullptr) return Claim::Failure::unsent;
+  return Claim::Failure::in_doubt;
+}
 
 }  // namespace
 
@@ -163,11 +171,9 @@ void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& r
     std::rethrow_exception(error);
   } catch (const Error& e) {
     if (refused(e)) throw;
-    const bool not_run = dynamic_cast<const ScriptsFlushed*>(&e) != nullptr;
-    if (!claim_.on_ask_failed(steady_clock::now(), not_run ? Claim::Failure::not_run : Claim::Failure::unreachable)) {
-      throw;
-    }
-    if (not_run) {
+    const Claim::Failure failure = failure_of(e);
+    if (!claim_.on_ask_failed(steady_clock::now(), failure)) throw;
+    if (failure == Claim::Failure::not_run) {
       client_->log().warn("fairlock: acquire of {}: {}; retrying", name_, e.what());
     } else {
       client_->log().debug("fairlock: acquire of {} failed, retrying: {}", name_, e.what());

@@ -66,7 +66,7 @@ void tune_tcp(int fd) {
 }
 
 [[noreturn]] void cannot_connect(const Endpoint& ep, const std::string& why) {
-  throw ConnectionError("redis: cannot connect to " + ep.where() + ": " + why);
+  throw NotConnected("redis: cannot connect to " + ep.where() + ": " + why);
 }
 
 Socket dial_unix(const Endpoint& ep, steady_clock::time_point deadline) {

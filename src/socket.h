@@ -3,6 +3,7 @@
 // timeouts; reads and writes that must not wait pass MSG_DONTWAIT.
 #include <chrono>
 
+#include "fairlock/errors.h"
 #include "url.h"
 
 namespace fairlock::detail {
@@ -24,8 +25,14 @@ class Socket {
 // How long one blocking read or write on fd may wait (SO_RCVTIMEO/SO_SNDTIMEO).
 void set_io_timeout(int fd, std::chrono::milliseconds t);
 
+// No connection could be opened: nothing was sent.
+class NotConnected : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
 // Connects within the timeout (every address the host resolves to, in
-// order); TCP sockets get TCP_NODELAY and keepalive. Throws ConnectionError.
+// order); TCP sockets get TCP_NODELAY and keepalive. Throws NotConnected.
 Socket dial(const Endpoint& ep, std::chrono::milliseconds timeout);
 
 // What a read or write did.

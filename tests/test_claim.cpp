@@ -105,24 +105,46 @@ TEST_F(ClaimTest, ConnectionTroubleRetriesWithBackoffUntilTheEntryWouldExpire) {
   queue();
   EXPECT_TRUE(claim.kick());
   EXPECT_EQ(claim.next(t0 + 10ms, kSignals).kind, Step::Kind::ask);
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 20ms, Claim::Failure::unreachable));
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 20ms, Claim::Failure::in_doubt));
   Step s = claim.next(t0 + 20ms, kSignals);
   EXPECT_EQ(s.kind, Step::Kind::wait);
   EXPECT_EQ(s.until, t0 + 40ms);  // 20 ms backoff
   EXPECT_EQ(claim.next(t0 + 40ms, kSignals).kind, Step::Kind::ask);
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::unreachable));  // its entry has expired by now
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, Claim::Failure::refused));        // an error reply is not retried
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::not_run));       // nothing ran: safe
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 6100ms, Claim::Failure::not_run));      // but not for ever
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 2500ms, Claim::Failure::unsent));     // the server is down: still queued
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::in_doubt));  // its entry has expired by now
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, Claim::Failure::refused));     // an error reply is not retried
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::not_run));    // nothing ran: safe
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 6100ms, Claim::Failure::not_run));   // but not for ever
 }
 
-TEST_F(ClaimTest, TheFirstAskIsNotRetried) {
+TEST_F(ClaimTest, AFirstAskThatReachedNoServerIsNotRetried) {
   ASSERT_FALSE(claim.begin("pm:1", true, std::nullopt, "n"));
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  EXPECT_FALSE(claim.on_ask_failed(t0, Claim::Failure::unreachable));  // the script may have run: the driver leaves
-  EXPECT_TRUE(claim.on_ask_failed(t0, Claim::Failure::not_run));       // it did not: retried
-  EXPECT_EQ(claim.next(t0 + 5ms, kSignals).kind, Step::Kind::wait);    // after a backoff
+  EXPECT_FALSE(claim.on_ask_failed(t0, Claim::Failure::unsent));     // the server is down: said at once
+  EXPECT_TRUE(claim.on_ask_failed(t0, Claim::Failure::not_run));     // it did not run: retried
+  EXPECT_EQ(claim.next(t0 + 5ms, kSignals).kind, Step::Kind::wait);  // after a backoff
   EXPECT_EQ(claim.next(t0 + 20ms, kSignals).kind, Step::Kind::ask);
+}
+
+// The server restarted (or the connection was killed) with the first call
+// in flight: it may have queued us, so the wait goes on as a queued one,
+// through the server being down, until that entry would have expired.
+TEST_F(ClaimTest, AFirstAskInDoubtRetriesAsAQueuedWaiter) {
+  ASSERT_FALSE(claim.begin("pm:1", true, std::nullopt, "n"));
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 1ms, Claim::Failure::in_doubt));
+  Step s = claim.next(t0 + 1ms, kSignals);
+  ASSERT_EQ(s.kind, Step::Kind::wait);
+  ASSERT_EQ(claim.next(s.until, kSignals).kind, Step::Kind::ask);
+  EXPECT_TRUE(claim.next(s.until, kSignals).queue);
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 30ms, Claim::Failure::unsent));     // the server is still down
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 3002ms, Claim::Failure::unsent));  // that entry has expired by now
+}
+
+TEST_F(ClaimTest, ATryInDoubtIsNotRetried) {
+  ASSERT_FALSE(claim.begin("pm:1", false, std::nullopt, "n"));
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  EXPECT_FALSE(claim.on_ask_failed(t0, Claim::Failure::in_doubt));  // the driver leaves, releasing a grant it got
 }
 
 TEST_F(ClaimTest, ATryIsNotRetriedAfterItsCall) {
@@ -135,7 +157,7 @@ TEST_F(ClaimTest, AKickDoesNotCutABackoffShort) {
   queue();
   claim.kick();
   ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::ask);
-  ASSERT_TRUE(claim.on_ask_failed(t0 + 2ms, Claim::Failure::unreachable));
+  ASSERT_TRUE(claim.on_ask_failed(t0 + 2ms, Claim::Failure::in_doubt));
   claim.kick();
   EXPECT_EQ(claim.next(t0 + 3ms, kSignals).kind, Step::Kind::wait);
   EXPECT_EQ(claim.next(t0 + 22ms, kSignals).kind, Step::Kind::ask);
