@@ -66,7 +66,10 @@ TEST(Process, KilledWaiterAtTheHeadDoesNotStallTheQueue) {
   std::string name = unique_name("proc-waiter");
   FairLock holder(client, name), behind(client, name);
   holder.lock();
-  Child dead({server().url(), "wait", name, "400"});
+  // Its liveness (2 s) is what the queue waits for after the kill; shorter
+  // risks the entry expiring before it is seen when the machine is slow
+  // (sanitizers, a loaded CI host), and nothing here depends on it.
+  Child dead({server().url(), "wait", name, "2000"});
   ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
   std::atomic<bool> got{false};
   std::thread t([&] { got = behind.try_lock_for(std::chrono::seconds(30)); });
