@@ -224,6 +224,7 @@ ServerDelta delta(const ServerSnap& a, const ServerSnap& b) {
     d.per_command[name] = calls;
     d.commands += calls;
     if (top.count(name)) d.top_level += calls;
+    if (top.count(name) || name == "rpush") d.top_usec += usec;
     if (name == "evalsha") {
       d.evalsha = calls;
       d.evalsha_usec = usec;

@@ -274,7 +274,7 @@ void analyse_run(Run& r, const std::vector<Rec>& recs) {
     o.cmds_pg = static_cast<double>(o.d.commands) / g;
     o.cpu_pg = o.d.cpu_us / g;
     o.rt_pg = static_cast<double>(s.system == "fair" ? o.d.top_level : o.tot.rt) / g;
-    o.script_us_pg = static_cast<double>(o.d.evalsha_usec) / g;
+    o.cmd_us_pg = static_cast<double>(o.d.top_usec) / g;
   }
 }
 

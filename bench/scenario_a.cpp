@@ -1,5 +1,6 @@
 // A. Uncontended: one client, acquire+release pairs, sequential, against a
-// PING, the unfair lock and the sorted-set queue in interleaved blocks.
+// PING, the unfair lock, the least fair lock (a list) and the sorted-set
+// queue in interleaved blocks.
 #include <fairlock/fairlock.h>
 
 #include <cmath>
@@ -11,17 +12,17 @@
 namespace fbench {
 namespace {
 
-enum Op : std::size_t { kPing, kFair, kScripts, kUnfair, kZset };
+enum Op : std::size_t { kPing, kFair, kScripts, kUnfair, kList, kZset };
 
 struct Sys {
   Sys(std::string k, std::string l) : key(std::move(k)), label(std::move(l)) {}
   std::string key, label;
   std::vector<double> all_us, block_med, ratios;
-  long long ops = 0, cmds = 0, top = 0, client_rt = 0, script_usec = 0;
+  long long ops = 0, cmds = 0, top = 0, client_rt = 0, cmd_usec = 0;
   double cpu_us = 0;
 };
 
-// The five systems, each doing one acquire+release (or one PING).
+// The systems, each doing one acquire+release (or one PING).
 class Systems {
  public:
   explicit Systems(Env& e)
@@ -30,7 +31,11 @@ class Systems {
         lock_(client_, "bench:A:fair"),
         conn_(e.host, e.port),
         sha_(load_unlock_script(conn_)),
-        raw_("fairlock", "bench:A:raw") {}
+        list_sha_(load_list_release_script(conn_)),
+        sub_(e.host, e.port),
+        raw_("fairlock", "bench:A:raw") {
+    list_subscribe(sub_, list_.channel_prefix + "a");
+  }
   // One operation of system `i`; its wall time in µs.
   double one(std::size_t i, Sys& s) {
     std::int64_t t0 = now_ns();
@@ -47,6 +52,7 @@ class Systems {
         break;
       case kScripts: scripts(rt); break;
       case kUnfair: unfair(rt); break;
+      case kList: list(rt); break;
       default: zset(rt); break;
     }
     s.client_rt += rt.n;
@@ -78,6 +84,13 @@ class Systems {
     }
     unfair_unlock(conn_, sha_, "bench:A:unfair", tok, rt);
   }
+  void list(RtCounter& rt) {
+    if (!list_lock(
+            conn_, sub_, list_, "a", [] { return true; }, rt)) {
+      throw std::runtime_error("list lock not granted at once while uncontended");
+    }
+    list_unlock(conn_, list_sha_, list_, rt);
+  }
   void zset(RtCounter& rt) {
     std::string tok = "z" + std::to_string(++member_n_);
     const std::int64_t give_up = now_ns() + 10000 * kMs;
@@ -92,6 +105,9 @@ class Systems {
   fairlock::FairLock lock_;
   Redis conn_;
   std::string sha_;
+  std::string list_sha_;
+  Redis sub_;
+  const ListLock list_{"bench:A:list", "bench:A:wake:"};
   RawKeys raw_;
   std::uint64_t member_n_ = 0;
 };
@@ -108,7 +124,7 @@ double run_block(Env& e, Systems& systems, Sys& s, std::size_t i, int count) {
   s.cmds += d.commands;
   s.top += d.top_level;
   s.cpu_us += d.cpu_us;
-  s.script_usec += d.evalsha_usec;
+  s.cmd_usec += d.top_usec;
   const double med = median(v);
   s.block_med.push_back(med);
   s.all_us.insert(s.all_us.end(), v.begin(), v.end());
@@ -134,10 +150,10 @@ void report_system(Env& e, Json& ja, const Sys& s, std::size_t i, double rtt, st
   j["round_trips_per_op"] = rt_per;
   j["commands_per_op"] = static_cast<double>(s.cmds) / ops;
   j["redis_cpu_us_per_op"] = s.cpu_us / ops;
-  j["script_us_per_op"] = static_cast<double>(s.script_usec) / ops;
+  j["command_us_per_op"] = static_cast<double>(s.cmd_usec) / ops;
   ja[s.key] = j;
   e.report.md(fmt("| %s | %.0f µs | %.0f µs | %.2f | %.1f | %.1f | %.1f | %.1f |\n", s.label.c_str(), p50, p99, ratio,
-                  rt_per, static_cast<double>(s.cmds) / ops, s.cpu_us / ops, static_cast<double>(s.script_usec) / ops));
+                  rt_per, static_cast<double>(s.cmds) / ops, s.cpu_us / ops, static_cast<double>(s.cmd_usec) / ops));
   if (i > kPing) dat += fmt("\"%s\" %.4f\n", s.key == "fairlock_scripts" ? "scripts" : s.key.c_str(), ratio);
 }
 
@@ -151,9 +167,9 @@ void report_A(Env& e, const std::vector<Sys>& sys, int blocks, int n) {
                    fmt("Median PING RTT %.0f µs. Ratios are medians over %d interleaved blocks of (block median / "
                        "PING median of the same block).\n\n",
                        rtt, blocks));
-  e.report.table(
-      {"system", "median", "p99", "× RTT (paired)", "round trips", "Redis cmds", "Redis CPU µs", "script time µs"},
-      "lrrrrrrr");
+  e.report.table({"system", "median", "p99", "× RTT (paired)", "round trips", "Redis cmds", "Redis CPU µs",
+                  "Redis command time µs"},
+                 "lrrrrrrr");
   std::string dat;
   for (std::size_t i = 0; i < sys.size(); ++i) report_system(e, ja, sys[i], i, rtt, dat);
   e.report.chart("a.dat", dat);
@@ -165,8 +181,17 @@ void report_A(Env& e, const std::vector<Sys>& sys, int blocks, int n) {
                                   "scripts (no C++ client) is %.2f × RTT, the unfair lock %.2f ×; %.0f Redis "
                                   "commands per pair against 4",
                                   sr, ur, static_cast<double>(sys[kFair].cmds) / static_cast<double>(sys[kFair].ops)));
-  say(fmt("  fairlock %.2f x RTT, scripts only %.2f, unfair %.2f, zset %.2f (RTT %.0f us)\n", fr, sr, ur,
-          median(sys[kZset].ratios), rtt));
+  std::vector<double> over_unfair;  // paired: the same block's medians
+  for (std::size_t b = 0; b < sys[kFair].ratios.size(); ++b) {
+    over_unfair.push_back(sys[kFair].ratios[b] / sys[kUnfair].ratios[b]);
+  }
+  const double fu = median(over_unfair);
+  e.report.target(
+      "A2", "uncontended acquire+release ≤ 1.1 × the unfair lock's",
+      fmt("%.2f × (fairlock %.2f × RTT, unfair %.2f ×, least fair lock %.2f ×)", fu, fr, ur, median(sys[kList].ratios)),
+      fu <= 1.1);
+  say(fmt("  fairlock %.2f x RTT, scripts only %.2f, unfair %.2f, list %.2f, zset %.2f (RTT %.0f us)\n", fr, sr, ur,
+          median(sys[kList].ratios), median(sys[kZset].ratios), rtt));
 }
 
 }  // namespace
@@ -181,6 +206,7 @@ void scenario_A(Env& e) {
                           {"fairlock", "fairlock FairLock lock()+unlock()"},
                           {"fairlock_scripts", "fairlock scripts only (raw EVALSHA acquire+release)"},
                           {"unfair", "unfair SET NX PX + Lua DEL"},
+                          {"list", "least fair lock: RPUSH + Lua release"},
                           {"zset", "sorted-set polling queue"}};
   for (int b = 0; b < blocks; ++b) {
     std::vector<double> med(sys.size(), NAN);

@@ -1,5 +1,6 @@
 // B. Contended handoff: W participants on one lock, holding for ~0; fairlock
-// against the unfair lock (and, at small W, the sorted-set queue).
+// against the unfair lock, the least fair lock (a list) and, at small W, the
+// sorted-set queue.
 #include <algorithm>
 #include <map>
 
@@ -13,8 +14,8 @@ namespace {
 struct B {
   std::vector<int> Ws;
   int rounds = 0, dur = 0;
-  std::map<int, std::vector<Measured>> fair, unfair, zset;
-  std::map<int, Summary> fair_s, unfair_s, zset_s;
+  std::map<int, std::vector<Measured>> fair, unfair, list, zset;
+  std::map<int, Summary> fair_s, unfair_s, list_s, zset_s;
   std::map<int, double> paired_grants;  // fair grants/s over unfair grants/s to another participant
   std::string md_rows, dat_f, dat_u, dat_z;
 };
@@ -29,15 +30,18 @@ RunSpec spec(const std::string& system, int W, int duration_ms) {
   return s;
 }
 
-// Every round runs every W, fairlock and the unfair lock back to back
-// (ABBA), so all configurations share the machine's slow and fast minutes.
-// The sorted-set queue is too slow for rounds: one longer run.
+// Every round runs every W, fairlock, the unfair lock and the list back to
+// back, in an order that rotates every round, so all configurations share
+// the machine's slow and fast minutes. The sorted-set queue is too slow for
+// rounds: one longer run.
 void run_B(Env& e, B& b) {
+  const std::vector<std::pair<const char*, std::map<int, std::vector<Measured>>*>> systems = {
+      {"fair", &b.fair}, {"unfair", &b.unfair}, {"list", &b.list}};
   for (int r = 0; r < b.rounds; ++r) {
     for (int W : b.Ws) {
-      for (int k = 0; k < 2; ++k) {
-        const bool is_fair = (k == 0) == (r % 2 == 0);
-        (is_fair ? b.fair : b.unfair)[W].push_back(measure(e, spec(is_fair ? "fair" : "unfair", W, b.dur)));
+      for (std::size_t k = 0; k < systems.size(); ++k) {
+        const auto& [name, runs] = systems[(k + static_cast<std::size_t>(r)) % systems.size()];
+        (*runs)[W].push_back(measure(e, spec(name, W, b.dur)));
       }
     }
   }
@@ -54,7 +58,7 @@ void md_row(B& b, int W, const char* sys, const Summary& s) {
           W, sys, thousands(s.grants_per_s).c_str(), thousands(s.cross_per_s).c_str(),
           lat_cell(s.p50_us, s.p50_rtt).c_str(), lat_cell(s.p99_us, s.p99_rtt).c_str(), s.overtakes_per_100,
           s.strict_per_100, s.regrab_pct, s.regrab_waiting_pct, num(s.wait_p99_ms, 1).c_str(),
-          num(s.wait_max_ms, 0).c_str(), s.cmds_pg, s.cpu_pg, s.script_us_pg, s.rt_pg);
+          num(s.wait_max_ms, 0).c_str(), s.cmds_pg, s.cpu_pg, s.cmd_us_pg, s.rt_pg);
 }
 
 void chart_rows(B& b, int W) {
@@ -73,6 +77,7 @@ void chart_rows(B& b, int W) {
 Json summarise_W(B& b, int W) {
   b.fair_s[W] = summarise(b.fair[W]);
   b.unfair_s[W] = summarise(b.unfair[W]);
+  b.list_s[W] = summarise(b.list[W]);
   std::vector<double> pg;
   for (std::size_t i = 0; i < b.fair[W].size() && i < b.unfair[W].size(); ++i) {
     const Measured &f = b.fair[W][i], &u = b.unfair[W][i];
@@ -85,10 +90,12 @@ Json summarise_W(B& b, int W) {
   jw["threads_per_process"] = L.threads;
   jw["fair"] = summary_json(b.fair_s[W]);
   jw["unfair"] = summary_json(b.unfair_s[W]);
+  jw["list"] = summary_json(b.list_s[W]);
   jw["fair_grants_over_unfair_other_participant_grants_paired"] = b.paired_grants[W];
   Json runs = Json::array();
   push_runs(runs, b.fair[W]);
   push_runs(runs, b.unfair[W]);
+  push_runs(runs, b.list[W]);
   if (b.zset.count(W)) {
     b.zset_s[W] = summarise(b.zset[W]);
     jw["zset"] = summary_json(b.zset_s[W]);
@@ -97,6 +104,7 @@ Json summarise_W(B& b, int W) {
   jw["runs"] = runs;
   md_row(b, W, "fairlock", b.fair_s[W]);
   md_row(b, W, "unfair", b.unfair_s[W]);
+  md_row(b, W, "least fair lock (list)", b.list_s[W]);
   if (b.zset_s.count(W)) md_row(b, W, "zset queue", b.zset_s[W]);
   chart_rows(b, W);
   return jw;
@@ -111,14 +119,33 @@ void main_table(Env& e, const B& b) {
           "RTT measured around the same run. Overtakes per 100 grants with a %.0f ms allowance for client-side "
           "jitter (in brackets: none). Self re-grabs: share of grants taken by the participant that had just "
           "released (in brackets: while another had been waiting since before the release). Redis CPU per grant: "
-          "the server process's CPU time (INFO cpu) over the run ÷ grants; script time: Redis's own EVALSHA "
-          "accounting ÷ grants.\n\n",
+          "the server process's CPU time (INFO cpu) over the run ÷ grants; command time: Redis's own time for "
+          "the commands clients sent (INFO commandstats usec; a script's includes the commands it ran) ÷ grants.\n\n",
           b.rounds, b.dur / 1000.0, static_cast<double>(e.tol_ns) / 1e6));
   e.report.table({"W", "system", "grants/s", "grants/s to another participant", "handoff p50", "handoff p99",
                   "overtakes /100", "self re-grabs", "wait p99 / max (ms)", "Redis cmds/grant", "Redis CPU/grant",
-                  "script time/grant", "round trips/grant"},
+                  "Redis command time/grant", "round trips/grant"},
                  "rlrrrrrrrrrrr");
   e.report.md(b.md_rows);
+}
+
+// fairlock against the least fair lock (RPUSH to join, one release script
+// that hands off and signals only the next waiter), in the same rounds.
+void list_comparison(Env& e, const B& b) {
+  e.report.md(
+      "\nThe least fair lock (list): RPUSH to join a list whose head holds; one release script pops, hands off "
+      "and PUBLISHes to the next waiter only (5 commands, 2 round trips per grant; no liveness, fences or "
+      "cancel). fairlock against it, same rounds:\n\n");
+  e.report.table({"W", "grants/s (fairlock / list)", "handoff p50 (fairlock / list)", "Redis cmds/grant",
+                  "Redis command time/grant", "Redis CPU/grant"},
+                 "rrrrrr");
+  for (int W : b.Ws) {
+    const Summary &f = b.fair_s.at(W), &l = b.list_s.at(W);
+    e.report.md(fmt("| %d | %s / %s (%.2f) | %.0f / %.0f µs | %.1f / %.1f | %.0f / %.0f µs | %.0f / %.0f µs |\n", W,
+                    thousands(f.grants_per_s).c_str(), thousands(l.grants_per_s).c_str(),
+                    f.grants_per_s / l.grants_per_s, f.p50_us, l.p50_us, f.cmds_pg, l.cmds_pg, f.cmd_us_pg, l.cmd_us_pg,
+                    f.cpu_pg, l.cpu_pg));
+  }
 }
 
 // The residual overtakes, classified with the tickets' arrival stamps.
@@ -148,6 +175,11 @@ void targets_W16(Env& e, B& b) {
   const double pr = b.paired_grants[16];
   e.report.target("B3", "W=16 grants/s ≥ unfair lock's grants/s to another participant",
                   fmt("%.0f vs %.0f /s (paired ratio %.2f)", f.grants_per_s, b.unfair_s[16].cross_per_s, pr), pr >= 1);
+  const Summary& l = b.list_s[16];
+  e.report.target("B9", "W=16 Redis commands per grant ≤ 20", fmt("%.1f (least fair lock %.1f)", f.cmds_pg, l.cmds_pg),
+                  f.cmds_pg <= 20);
+  e.report.target("B10", "W=16 Redis command time per grant ≤ 40 µs",
+                  fmt("%.0f µs (least fair lock %.0f µs)", f.cmd_us_pg, l.cmd_us_pg), f.cmd_us_pg <= 40);
 }
 
 // fairlock's figures over every W: totals, maxima and ranges.
@@ -175,8 +207,8 @@ OverW over_w(const B& b) {
     o.cmax = std::max(o.cmax, s.cmds_pg);
     o.pmin = std::min(o.pmin, s.cpu_pg);
     o.pmax = std::max(o.pmax, s.cpu_pg);
-    o.smin = std::min(o.smin, s.script_us_pg);
-    o.smax = std::max(o.smax, s.script_us_pg);
+    o.smin = std::min(o.smin, s.cmd_us_pg);
+    o.smax = std::max(o.smax, s.cmd_us_pg);
   }
   return o;
 }
@@ -202,7 +234,7 @@ double spread(const std::vector<double>& v) {
 
 // The same W's rounds differ too: that is the measurement's noise floor.
 // Returns the median CPU per grant by W; sets the largest spread of CPU and
-// script time between one W's rounds.
+// command time between one W's rounds.
 std::string cpu_noise(B& b, double& noise_cpu, double& noise_script) {
   std::string by_w;
   for (int W : b.Ws) {
@@ -210,7 +242,7 @@ std::string cpu_noise(B& b, double& noise_cpu, double& noise_script) {
     for (const auto& r : b.fair[W]) {
       if (!r.ok || r.m.grants == 0) continue;
       c.push_back(r.cpu_pg);
-      sc.push_back(r.script_us_pg);
+      sc.push_back(r.cmd_us_pg);
     }
     if (c.size() > 1) {
       noise_cpu = std::max(noise_cpu, spread(c));
@@ -229,13 +261,13 @@ void targets_cost(Env& e, B& b, const OverW& o) {
   double noise_cpu = 0, noise_script = 0;
   const std::string by_w = cpu_noise(b, noise_cpu, noise_script);
   e.report.target("B8", "Redis CPU per grant flat within 10 % over W",
-                  fmt("%.0f–%.0f µs (spread %.0f %%); script time %.0f–%.0f µs (spread %.0f %%)", o.pmin, o.pmax,
+                  fmt("%.0f–%.0f µs (spread %.0f %%); command time %.0f–%.0f µs (spread %.0f %%)", o.pmin, o.pmax,
                       (ps - 1) * 100, o.smin, o.smax, (ss - 1) * 100),
                   ps <= 1.10,
                   ps <= 1.10
                       ? ""
                       : fmt("median µs by W: %s, while commands per grant are flat; the rounds of one and the same W "
-                            "differ by up to %.0f %% (CPU) and %.0f %% (script time) on this machine: compare the "
+                            "differ by up to %.0f %% (CPU) and %.0f %% (command time) on this machine: compare the "
                             "spread over W with that",
                             by_w.c_str(), noise_cpu * 100, noise_script * 100));
 }
@@ -261,6 +293,7 @@ void scenario_B(Env& e) {
   e.report.chart("b_zset.dat", b.dat_z);
   e.report.out["B_contended_lock"] = jb;
   main_table(e, b);
+  list_comparison(e, b);
   classified_table(e, b);
   targets_W16(e, b);
   const OverW o = over_w(b);

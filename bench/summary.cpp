@@ -26,7 +26,7 @@ void add_latencies(Samples& x, Summary& s, const Measured& r) {
   x.cmds.push_back(r.cmds_pg);
   x.cpu.push_back(r.cpu_pg);
   x.rt.push_back(r.rt_pg);
-  x.scr.push_back(r.script_us_pg);
+  x.scr.push_back(r.cmd_us_pg);
   x.arr.push_back(r.m.arrival_delay_p99_ms);
   const auto g = static_cast<double>(r.m.grants);
   x.ws.push_back(static_cast<double>(r.tot.wakes_signal) / g);
@@ -64,7 +64,7 @@ void take_medians(const Samples& x, Summary& s) {
   s.cmds_pg = median(x.cmds);
   s.cpu_pg = median(x.cpu);
   s.rt_pg = median(x.rt);
-  s.script_us_pg = median(x.scr);
+  s.cmd_us_pg = median(x.scr);
   s.arrival_p99_ms = median(x.arr);
   s.wakes_signal_pg = median(x.ws);
   s.wakes_keyspace_pg = median(x.wk);
@@ -127,7 +127,7 @@ void run_costs_json(Json& j, const Measured& r) {
   j["commands_per_grant"] = r.cmds_pg;
   j["redis_cpu_us_per_grant"] = r.cpu_pg;
   j["round_trips_per_grant"] = r.rt_pg;
-  j["script_us_per_grant"] = r.script_us_pg;
+  j["command_us_per_grant"] = r.cmd_us_pg;
   j["redis_cpu_us_per_ping"] = r.cpu_per_ping_us;
   j["overtake_margin_max_ms"] = r.m.overtake_margin_max_ms;
   if (r.spec.system == "fair") {
@@ -188,7 +188,7 @@ Json summary_json(const Summary& s) {
   j["commands_per_grant"] = s.cmds_pg;
   j["redis_cpu_us_per_grant"] = s.cpu_pg;
   j["round_trips_per_grant"] = s.rt_pg;
-  j["script_us_per_grant"] = s.script_us_pg;
+  j["command_us_per_grant"] = s.cmd_us_pg;
   j["overtake_margin_max_ms"] = s.margin_max_ms;
   j["overtakes_overtaken_reached_redis_later"] = s.later_arrival;
   j["overtakes_fifo_violations"] = s.fifo_violations;

@@ -16,7 +16,7 @@ struct Summary {
   long long grants = 0, overtakes = 0, strict_overtakes = 0, regrabs = 0, regrabs_waiting = 0, inversions = 0;
   double overtakes_per_100 = 0, strict_per_100 = 0, regrab_pct = 0, regrab_waiting_pct = 0;
   int max_holders = 0;
-  double script_us_pg = NAN, margin_max_ms = 0, arrival_p99_ms = NAN, arrival_max_ms = 0;
+  double cmd_us_pg = NAN, margin_max_ms = 0, arrival_p99_ms = NAN, arrival_max_ms = 0;
   long long later_arrival = 0, fifo_violations = 0, unclassified = 0;
   double wakes_signal_pg = NAN, wakes_keyspace_pg = NAN, wakes_timer_pg = NAN, wakes_heartbeat_pg = NAN;
 };

@@ -9,14 +9,47 @@ namespace fbench {
 namespace {
 const char* kUnlockLua =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
+// KEYS[1] the list, ARGV[1] the channel prefix.
+const char* kListReleaseLua =
+    "redis.call('LPOP', KEYS[1]) local n = redis.call('LINDEX', KEYS[1], 0) "
+    "if n then redis.call('PUBLISH', ARGV[1] .. n, '1') end return 1";
 constexpr std::int64_t kMs = 1000000;
-}  // namespace
 
-std::string load_unlock_script(Redis& c) {
-  Reply r = c.cmd({"SCRIPT", "LOAD", kUnlockLua});
+std::string load_script(Redis& c, const char* lua) {
+  Reply r = c.cmd({"SCRIPT", "LOAD", lua});
   std::string sha = reply_str(r.get());
   if (sha.size() != 40) throw std::runtime_error("SCRIPT LOAD failed: " + reply_text(r.get()));
   return sha;
+}
+}  // namespace
+
+std::string load_unlock_script(Redis& c) { return load_script(c, kUnlockLua); }
+
+std::string load_list_release_script(Redis& c) { return load_script(c, kListReleaseLua); }
+
+void list_subscribe(Redis& sub, const std::string& channel) {
+  Reply r = sub.cmd({"SUBSCRIBE", channel});
+  if (r->type != REDIS_REPLY_ARRAY) throw std::runtime_error("SUBSCRIBE: " + reply_text(r.get()));
+}
+
+bool list_lock(Redis& c, Redis& sub, const ListLock& l, const std::string& me, const StopFn& stop, RtCounter& rt) {
+  Reply r = c.cmd({"RPUSH", l.key, me});
+  rt.hit();
+  if (r->type != REDIS_REPLY_INTEGER) throw std::runtime_error("RPUSH: " + reply_text(r.get()));
+  if (r->integer == 1) return true;
+  for (;;) {
+    // Only the release that makes me the head publishes on my channel.
+    for (const Reply& m : sub.read_available(20)) {
+      if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 && reply_str(m->element[0]) == "message") return true;
+    }
+    if (stop()) return false;
+  }
+}
+
+void list_unlock(Redis& c, const std::string& sha, const ListLock& l, RtCounter& rt) {
+  Reply r = c.cmd({"EVALSHA", sha, "1", l.key, l.channel_prefix});
+  rt.hit();
+  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error("list unlock: " + reply_text(r.get()));
 }
 
 bool unfair_lock(Redis& c, const std::string& key, const std::string& token, const StopFn& stop, RtCounter& rt) {

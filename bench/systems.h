@@ -1,7 +1,7 @@
 #pragma once
-// The two baselines the issue asks for, on the same hiredis stack as the
-// library, plus raw calls of fairlock's own scripts (no C++ client) to
-// separate script cost from client cost.
+// The baselines, on hiredis: the unfair lock, the sorted-set polling queue
+// and the least a fair lock can do (a list), plus raw calls of fairlock's
+// own scripts (no C++ client) to separate script cost from client cost.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,6 +41,24 @@ void unfair_unlock(Redis& c, const std::string& sha, const std::string& key, con
 bool zset_lock(Redis& c, const std::string& qkey, const std::string& lkey, const std::string& token, const StopFn& stop,
                RtCounter& rt, int first_sleep_ms = 500);
 void zset_unlock(Redis& c, const std::string& sha, const std::string& lkey, const std::string& token, RtCounter& rt);
+
+// 3. The least a fair lock can do: RPUSH me to join a list whose head holds
+//    the lock (1 means granted at once); otherwise wait for a message on
+//    my channel. Release = one script: LPOP (the holder), LINDEX 0 (the
+//    next), PUBLISH to the next one's channel only. Per contended grant: 5
+//    commands (RPUSH, EVALSHA, LPOP, LINDEX, PUBLISH) and 2 round trips. No
+//    liveness, no fences, no cancel: a waiter that dies stalls the queue.
+struct ListLock {
+  std::string key;             // the list
+  std::string channel_prefix;  // + participant id = its channel
+};
+std::string load_list_release_script(Redis& c);
+// Subscribes `sub` to `channel` and waits for the confirmation.
+void list_subscribe(Redis& sub, const std::string& channel);
+// Joins as `me` (subscribed on `sub` to channel_prefix + me); false if
+// stop() turned true before the grant.
+bool list_lock(Redis& c, Redis& sub, const ListLock& l, const std::string& me, const StopFn& stop, RtCounter& rt);
+void list_unlock(Redis& c, const std::string& sha, const ListLock& l, RtCounter& rt);
 
 // fairlock's protocol called directly (EVALSHA of the library's own scripts).
 struct RawKeys {

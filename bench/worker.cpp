@@ -27,7 +27,7 @@ namespace {
 
 struct Args {
   int port = 0;
-  std::string system = "fair";  // fair | unfair | zset
+  std::string system = "fair";  // fair | unfair | zset | list
   std::string name = "bench";
   int threads = 1;
   int permits = 1;
@@ -109,6 +109,7 @@ class Participants {
       : a_(a), recs_(static_cast<std::size_t>(a.threads)), rts_(static_cast<std::size_t>(a.threads), 0) {
     if (a.system == "fair") connect_fair();
     else if (a.system == "unfair" || a.system == "zset") connect_baseline();
+    else if (a.system == "list") connect_list();
     else throw std::runtime_error("worker: unknown system " + a.system);
   }
   ~Participants() { sems_.clear(); }  // before the client
@@ -157,6 +158,8 @@ class Participants {
   };
   void connect_fair();
   void connect_baseline();
+  void connect_list();
+  int part_id(int t) const { return a_.proc * 1000 + t; }
   void body(int t, std::int64_t go_ns, std::int64_t stop_ns);
   bool request(Slot& s, const StopFn& stopped);
   bool acquire(Slot& s, const StopFn& stopped, std::string& token);
@@ -170,6 +173,8 @@ class Participants {
   std::unique_ptr<fairlock::Client> client_;
   std::vector<std::unique_ptr<fairlock::FairSemaphore>> sems_;
   std::vector<std::unique_ptr<Redis>> conns_;
+  std::vector<std::unique_ptr<Redis>> subs_;  // list: one subscriber per participant
+  ListLock list_;
   std::string unlock_sha_;
   WorkerTotals tot_;
   std::atomic<bool> stop_{false};
@@ -212,11 +217,22 @@ void Participants::connect_baseline() {
   tot_.notify = "-";
 }
 
+void Participants::connect_list() {
+  list_ = ListLock{a_.name + ":list", a_.name + ":wake:"};
+  for (int t = 0; t < a_.threads; ++t) {
+    conns_.push_back(std::make_unique<Redis>(host_, a_.port, 5000));
+    subs_.push_back(std::make_unique<Redis>(host_, a_.port, 5000));
+    list_subscribe(*subs_.back(), list_.channel_prefix + std::to_string(part_id(t)));
+  }
+  unlock_sha_ = load_list_release_script(*conns_[0]);
+  tot_.notify = "publish";
+}
+
 void Participants::body(int t, std::int64_t go_ns, std::int64_t stop_ns) {
   recs_[static_cast<std::size_t>(t)].reserve(1 << 14);
   Slot s;
   s.t = t;
-  s.part = a_.proc * 1000 + t;
+  s.part = part_id(t);
   sleep_until_ns(go_ns);
   // Real pollers are not phase-locked: each zset participant's first sleep
   // is a random part of the 500 ms period (the synchronized start would
@@ -256,6 +272,8 @@ bool Participants::request(Slot& s, const StopFn& stopped) {
   r.rel_start = now_ns();
   if (a_.system == "fair") {
     sems_[t]->unlock();
+  } else if (a_.system == "list") {
+    list_unlock(*conns_[t], unlock_sha_, list_, s.rt);
   } else {
     unfair_unlock(*conns_[t], unlock_sha_, a_.system == "unfair" ? a_.name + ":unfair" : a_.name + ":zlock", token,
                   s.rt);
@@ -275,8 +293,9 @@ bool Participants::acquire(Slot& s, const StopFn& stopped, std::string& token) {
       return false;
     }
   }
-  token = std::to_string(a_.proc) + "-" + std::to_string(s.t) + "-" + std::to_string(++s.counter);
   Redis& c = *conns_[t];
+  if (a_.system == "list") return list_lock(c, *subs_[t], list_, std::to_string(s.part), stopped, s.rt);
+  token = std::to_string(a_.proc) + "-" + std::to_string(s.t) + "-" + std::to_string(++s.counter);
   const bool got = a_.system == "unfair"
                        ? unfair_lock(c, a_.name + ":unfair", token, stopped, s.rt)
                        : zset_lock(c, a_.name + ":zq", a_.name + ":zlock", token, stopped, s.rt, s.first_sleep_ms);
