@@ -87,16 +87,19 @@ if mode == 't' and not free then
 end
 
 local t = next_ticket(now)
-redis.call('HSET', G, 'permits', permits)
+if not stored then redis.call('HSET', G, 'permits', permits) end  -- else it is stored (step 4)
 if free then
   redis.call('ZADD', H, now + lease, member)
   redis.call('HSET', G, member, string.format('%d:%d', t, now))
-  fresh_key = fresh_key or held == 0
+  if held == 0 then fresh[H] = true end
   cleanup(now, now + lease)
   return {1, t}
 end
 redis.call('ZADD', Q, t, member)
 redis.call('ZADD', W, now + liveness, member)
-fresh_key = fresh_key or queued == 0
+if queued == 0 then
+  fresh[Q] = true
+  fresh[W] = true
+end
 cleanup(now, now + liveness)
 return {0, t, redis.call('ZRANK', Q, member), earliest_holder()}

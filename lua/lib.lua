@@ -27,7 +27,7 @@ end
 local Q, W, H, G, SEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
-local fresh_key = false   -- this call created q, w or h: they need their expiry (cleanup)
+local fresh = {}         -- the keys (q, w, h) this call created: they need their expiry (cleanup)
 local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
 
@@ -171,7 +171,7 @@ local function fill(now, permits)
     -- A corrupt ticket would become a corrupt fence: the entry is dropped
     -- like an expired one (its owner learns it is gone and queues again).
     if live_deadline(deadline, now) and valid_fence(ticket) then
-      if held == 0 then fresh_key = true end
+      if held == 0 then fresh[H] = true end
       redis.call('ZADD', H, deadline, member)
       redis.call('HSET', G, member, string.format('%d:%d', ticket, now))
       held = held + 1
@@ -218,20 +218,30 @@ end
 -- When nobody holds or waits, drop everything but the counter. Otherwise
 -- keep the keys expiring after every deadline in them, so a name whose
 -- processes all crashed vanishes by itself even if no script runs on it
--- again: g's field "x" is the expiry time set on q, w, h and g; it is pushed
--- (6 s past the deadline) only when a deadline this call wrote, `horizon`,
--- comes within a second of it, or when this call created one of the keys
--- (fresh_key, declared at the top).
+-- again: g's field "x" is the expiry time set on q, w, h and g. It is
+-- pushed (6 s past the deadline, on all four keys) only when a deadline this
+-- call wrote, `horizon`, comes within a second of it; a key this call
+-- created (`fresh`, declared at the top) gets the x that stands.
 local function cleanup(now, horizon)
   if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
     redis.call('DEL', G, W)
     return
   end
-  if not horizon and not fresh_key then return end
+  local created = next(fresh) ~= nil
+  if not horizon and not created then return end
+  local b = horizon or now
   local x = tonumber(redis.call('HGET', G, 'x'))
-  if x and x == x and (horizon or now) + 1000 <= x and not fresh_key then return end
-  if not x or x ~= x or (horizon or now) + 1000 > x then x = (horizon or now) + 6000 end
-  x = string.format('%d', math.min(x, now + 2147483647))
-  redis.call('HSET', G, 'x', x)
-  for _, key in ipairs({Q, W, H, G}) do redis.call('PEXPIREAT', key, x) end
+  local keys = {Q, W, H, G}
+  if x and x == x and b + 1000 <= x and x <= now + MAX_MS then
+    if not created then return end
+    keys = {}
+    for _, key in ipairs({Q, W, H}) do
+      if fresh[key] then keys[#keys + 1] = key end
+    end
+  else
+    x = math.min(b + 6000, now + MAX_MS)
+    redis.call('HSET', G, 'x', string.format('%d', x))
+  end
+  x = string.format('%d', x)
+  for _, key in ipairs(keys) do redis.call('PEXPIREAT', key, x) end
 end

@@ -394,6 +394,22 @@ TEST_F(Scripts, HandoffAndFreeGrantInOneCallKeepTheExpiry) {
   release(member(4), 2);
 }
 
+// A handoff empties h and creates it again (and empties q and w): the new h
+// gets the expiry that stands (g's x), one PEXPIREAT instead of four.
+TEST_F(Scripts, AHandoffGivesTheRecreatedHolderSetTheStandingExpiry) {
+  auto pttl = [&](const std::string& k) { return std::stoll(redis({"PTTL", k})); };
+  EXPECT_EQ(acquire(member(1), 1, 10000)[0], 1);
+  EXPECT_EQ(acquire(member(2), 1, 10000, 30000)[0], 0);  // x is pushed past its liveness
+  const long long x = std::stoll(redis({"HGET", keys.g, "x"}));
+  EXPECT_EQ(release(member(1)), 1);  // hands off to member 2: h is created again
+  EXPECT_EQ(redis({"HGET", keys.g, "x"}), std::to_string(x));
+  EXPECT_EQ(redis({"PEXPIRETIME", keys.h}), std::to_string(x));
+  EXPECT_EQ(redis({"PEXPIRETIME", keys.g}), std::to_string(x));
+  EXPECT_GT(pttl(keys.h), 30000);  // the handed-off grant lasts its liveness (30 s)
+  release(member(2));
+  EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+}
+
 TEST_F(Scripts, NoscriptIsRecovered) {
   redis({"SCRIPT", "FLUSH"});
   auto before = reloads.load();
