@@ -22,6 +22,7 @@ std::optional<std::string> Claim::begin(std::string member, bool queue, std::opt
   deadline_ = deadline;
   outcome_.reset();
   asked_ = maybe_queued_ = counted_wait_ = false;
+  refreshed_at_ = SteadyTime{};
   ticket_ = 0;
   position_ = next_expiry_ms_ = -1;
   signalled_ = kicked_ = cancelled_ = lease_confirmed_ = false;
@@ -137,16 +138,16 @@ Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
   return fx;
 }
 
-bool Claim::on_ask_failed(SteadyTime now, Failure failure) {
+bool Claim::on_ask_failed(SteadyTime sent, SteadyTime now, Failure failure) {
   if (deadline_ && now >= *deadline_) return false;
   if (!failing_since_) failing_since_ = now;
-  if (!may_retry(now, failure)) return false;
+  if (!may_retry(sent, now, failure)) return false;
   retry_at_ = now + backoff_;
   backoff_ = std::min(backoff_ * 2, milliseconds(500));
   return true;
 }
 
-bool Claim::may_retry(SteadyTime now, Failure failure) {
+bool Claim::may_retry(SteadyTime sent, SteadyTime now, Failure failure) {
   switch (failure) {
     case Failure::refused: return false;
     case Failure::not_run:
@@ -158,10 +159,12 @@ bool Claim::may_retry(SteadyTime now, Failure failure) {
         // The first call may have queued us (a restart or a killed
         // connection in flight): retry as a queued waiter does, with the
         // same member, which finds its entry if it is there. A try ends:
-        // the driver leaves, releasing what it may have been granted.
+        // the blocking driver leaves, releasing what it may have been
+        // granted; the async one lets it run out (see fail_async).
         if (!queue_) return false;
         maybe_queued_ = true;
-        last_ok_ = now;  // that entry expires by now + liveness at the latest
+        last_ok_ = now;        // that entry expires by now + liveness at the latest,
+        refreshed_at_ = sent;  // and not before sent + liveness (a grant's validity)
       }
       break;
     case Failure::unsent:

@@ -75,8 +75,9 @@ class Claim {
     in_doubt,  // the call was sent, its reply lost: the script may have run
     not_run,   // the script cache kept being flushed: it did not run
   };
-  // The acquire call failed; true if the wait retries after a backoff.
-  bool on_ask_failed(SteadyTime now, Failure failure);
+  // The acquire call sent at `sent` failed; true if the wait retries after
+  // a backoff.
+  bool on_ask_failed(SteadyTime sent, SteadyTime now, Failure failure);
   void on_gave_up(const CancelResult& reply);
   void finish_cancelled();
   // Any other way out of a wait (an error): idle again.
@@ -110,7 +111,7 @@ class Claim {
   SteadyTime wake_time(SteadyTime now, const WaitContext& ctx) const;
   std::chrono::steady_clock::duration poll_interval(std::chrono::milliseconds heartbeat_period) const;
   std::string mark_lost(std::string why);
-  bool may_retry(SteadyTime now, Failure failure);
+  bool may_retry(SteadyTime sent, SteadyTime now, Failure failure);
 
   const ClaimConfig cfg_;
   Counters& counters_;

@@ -172,7 +172,7 @@ void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& r
   } catch (const Error& e) {
     if (refused(e)) throw;
     const Claim::Failure failure = failure_of(e);
-    if (!claim_.on_ask_failed(steady_clock::now(), failure)) throw;
+    if (!claim_.on_ask_failed(sent, steady_clock::now(), failure)) throw;
     if (failure == Claim::Failure::not_run) {
       client_->log().warn("fairlock: acquire of {}: {}; retrying", name_, e.what());
     } else {

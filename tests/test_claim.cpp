@@ -31,6 +31,14 @@ Acquired queued(std::uint64_t ticket, long long position) {
   return a;
 }
 
+// A cancel that found the member granted by a handoff.
+CancelResult handed_off(std::uint64_t fence) {
+  CancelResult c;
+  c.status = CancelResult::Status::granted;
+  c.fence = fence;
+  return c;
+}
+
 struct ClaimTest : ::testing::Test {
   detail::Counters counters;
   Claim claim{detail::ClaimConfig{1, 10000ms, 3000ms, true}, counters};
@@ -75,10 +83,7 @@ TEST_F(ClaimTest, AStaleSignalIsCheckedWithRedis) {
 TEST_F(ClaimTest, DeadlineGivesUpAndAHandoffMeanwhileIsKept) {
   queue(t0 + 100ms);
   EXPECT_EQ(claim.next(t0 + 100ms, kSignals).kind, Step::Kind::give_up);
-  CancelResult handed;
-  handed.status = CancelResult::Status::granted;
-  handed.fence = 7;
-  claim.on_gave_up(handed);
+  claim.on_gave_up(handed_off(7));
   EXPECT_EQ(claim.next(t0 + 101ms, kSignals).kind, Step::Kind::granted);
 }
 
@@ -105,24 +110,26 @@ TEST_F(ClaimTest, ConnectionTroubleRetriesWithBackoffUntilTheEntryWouldExpire) {
   queue();
   EXPECT_TRUE(claim.kick());
   EXPECT_EQ(claim.next(t0 + 10ms, kSignals).kind, Step::Kind::ask);
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 20ms, Claim::Failure::in_doubt));
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 20ms, t0 + 20ms, Claim::Failure::in_doubt));
   Step s = claim.next(t0 + 20ms, kSignals);
   EXPECT_EQ(s.kind, Step::Kind::wait);
   EXPECT_EQ(s.until, t0 + 40ms);  // 20 ms backoff
   EXPECT_EQ(claim.next(t0 + 40ms, kSignals).kind, Step::Kind::ask);
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 2500ms, Claim::Failure::unsent));     // the server is down: still queued
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::in_doubt));  // its entry has expired by now
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, Claim::Failure::refused));     // an error reply is not retried
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 3001ms, Claim::Failure::not_run));    // nothing ran: safe
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 6100ms, Claim::Failure::not_run));   // but not for ever
+  EXPECT_TRUE(
+      claim.on_ask_failed(t0 + 2500ms, t0 + 2500ms, Claim::Failure::unsent));  // the server is down: still queued
+  EXPECT_FALSE(
+      claim.on_ask_failed(t0 + 3001ms, t0 + 3001ms, Claim::Failure::in_doubt));         // its entry has expired by now
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, t0 + 50ms, Claim::Failure::refused));     // an error reply is not retried
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 3001ms, t0 + 3001ms, Claim::Failure::not_run));  // nothing ran: safe
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 6100ms, t0 + 6100ms, Claim::Failure::not_run));  // but not for ever
 }
 
 TEST_F(ClaimTest, AFirstAskThatReachedNoServerIsNotRetried) {
   ASSERT_FALSE(claim.begin("pm:1", true, std::nullopt, "n"));
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  EXPECT_FALSE(claim.on_ask_failed(t0, Claim::Failure::unsent));     // the server is down: said at once
-  EXPECT_TRUE(claim.on_ask_failed(t0, Claim::Failure::not_run));     // it did not run: retried
-  EXPECT_EQ(claim.next(t0 + 5ms, kSignals).kind, Step::Kind::wait);  // after a backoff
+  EXPECT_FALSE(claim.on_ask_failed(t0, t0, Claim::Failure::unsent));  // the server is down: said at once
+  EXPECT_TRUE(claim.on_ask_failed(t0, t0, Claim::Failure::not_run));  // it did not run: retried
+  EXPECT_EQ(claim.next(t0 + 5ms, kSignals).kind, Step::Kind::wait);   // after a backoff
   EXPECT_EQ(claim.next(t0 + 20ms, kSignals).kind, Step::Kind::ask);
 }
 
@@ -132,32 +139,48 @@ TEST_F(ClaimTest, AFirstAskThatReachedNoServerIsNotRetried) {
 TEST_F(ClaimTest, AFirstAskInDoubtRetriesAsAQueuedWaiter) {
   ASSERT_FALSE(claim.begin("pm:1", true, std::nullopt, "n"));
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 1ms, Claim::Failure::in_doubt));
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 1ms, t0 + 1ms, Claim::Failure::in_doubt));
   Step s = claim.next(t0 + 1ms, kSignals);
   ASSERT_EQ(s.kind, Step::Kind::wait);
   ASSERT_EQ(claim.next(s.until, kSignals).kind, Step::Kind::ask);
   EXPECT_TRUE(claim.next(s.until, kSignals).queue);
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 30ms, Claim::Failure::unsent));     // the server is still down
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 3002ms, Claim::Failure::unsent));  // that entry has expired by now
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 30ms, t0 + 30ms, Claim::Failure::unsent));       // the server is still down
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 3002ms, t0 + 3002ms, Claim::Failure::unsent));  // that entry has expired by now
+}
+
+// The deadline comes while a first call in doubt is being retried, and the
+// cancel finds that the lost call had queued us and we were handed the
+// grant: it is kept, valid for a liveness from when that call was sent.
+TEST_F(ClaimTest, AGrantFoundByTheCancelOfAFirstAskInDoubtIsValid) {
+  ASSERT_FALSE(claim.begin("pm:1", true, t0 + 100ms, "n"));
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  ASSERT_TRUE(claim.on_ask_failed(t0, t0 + 50ms, Claim::Failure::in_doubt));
+  ASSERT_EQ(claim.next(t0 + 100ms, kSignals).kind, Step::Kind::give_up);
+  claim.on_gave_up(handed_off(42));
+  EXPECT_EQ(claim.next(t0 + 101ms, kSignals).kind, Step::Kind::granted);
+  EXPECT_EQ(claim.fence(), 42u);
+  EXPECT_TRUE(claim.owns(t0 + 101ms));
+  EXPECT_TRUE(claim.owns(t0 + 2999ms));  // sent + liveness (3 s)
+  EXPECT_FALSE(claim.owns(t0 + 3000ms));
 }
 
 TEST_F(ClaimTest, ATryInDoubtIsNotRetried) {
   ASSERT_FALSE(claim.begin("pm:1", false, std::nullopt, "n"));
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  EXPECT_FALSE(claim.on_ask_failed(t0, Claim::Failure::in_doubt));  // the driver leaves, releasing a grant it got
+  EXPECT_FALSE(claim.on_ask_failed(t0, t0, Claim::Failure::in_doubt));  // the driver leaves, releasing a grant it got
 }
 
 TEST_F(ClaimTest, ATryIsNotRetriedAfterItsCall) {
   ASSERT_FALSE(claim.begin("pm:1", false, std::nullopt, "n"));
   ASSERT_FALSE(claim.next(t0, kSignals).queue);
-  EXPECT_FALSE(claim.on_ask_failed(t0, Claim::Failure::not_run));  // try_lock never waits
+  EXPECT_FALSE(claim.on_ask_failed(t0, t0, Claim::Failure::not_run));  // try_lock never waits
 }
 
 TEST_F(ClaimTest, AKickDoesNotCutABackoffShort) {
   queue();
   claim.kick();
   ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::ask);
-  ASSERT_TRUE(claim.on_ask_failed(t0 + 2ms, Claim::Failure::in_doubt));
+  ASSERT_TRUE(claim.on_ask_failed(t0 + 2ms, t0 + 2ms, Claim::Failure::in_doubt));
   claim.kick();
   EXPECT_EQ(claim.next(t0 + 3ms, kSignals).kind, Step::Kind::wait);
   EXPECT_EQ(claim.next(t0 + 22ms, kSignals).kind, Step::Kind::ask);
@@ -166,8 +189,8 @@ TEST_F(ClaimTest, AKickDoesNotCutABackoffShort) {
 TEST_F(ClaimTest, NotRunFailuresStopAtTheDeadline) {
   ASSERT_FALSE(claim.begin("pm:1", true, t0 + 50ms, "n"));
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 10ms, Claim::Failure::not_run));
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, Claim::Failure::not_run));
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 10ms, t0 + 10ms, Claim::Failure::not_run));
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, t0 + 50ms, Claim::Failure::not_run));
 }
 
 TEST_F(ClaimTest, WithoutSignalsTheHeadPollsAndTheTimerCounts) {
