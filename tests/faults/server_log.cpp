@@ -293,7 +293,11 @@ void ServerLog::run() {
       freeReplyObject(r);
     }
     if (broken) {
-      finish_script();
+      // The stream may have stopped in the middle of a script's commands
+      // (the server was killed while sending them to us; the script itself
+      // ran whole): what was seen of it cannot be judged. The state is read
+      // again from a snapshot on reconnect.
+      drop_script();
       redisFree(mon_);
       mon_ = nullptr;
       if (!down_since_) down_since_ = wall_us();
@@ -573,6 +577,10 @@ void ServerLog::finish_script() {
       violation(nm.first + ": " + nm.second + " entered h without a fence");
     }
   }
+  drop_script();
+}
+
+void ServerLog::drop_script() {
   in_script_ = false;
   kind_.clear();
   own_.clear();

@@ -87,7 +87,8 @@ class ServerLog {
   void apply_snapshot(const redisReply& r);
   void lua(std::int64_t ts, const std::vector<std::string>& argv);
   void client_cmd(std::int64_t ts, const std::vector<std::string>& argv);
-  void finish_script();
+  void finish_script();  // checks the script just replayed, then forgets it
+  void drop_script();    // forgets it unchecked
   bool split_key(const std::string& key, std::string& name, std::string& suffix) const;
   void violation(const std::string& what);
 
