@@ -76,9 +76,13 @@ TEST(Process, KilledWaiterAtTheHeadDoesNotStallTheQueue) {
   ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 2; }));
   dead.kill();
   dead.wait();
+  const auto released = std::chrono::steady_clock::now();
   holder.unlock();  // hands off to the dead head; its grant lasts only its liveness
   t.join();
   EXPECT_TRUE(got.load());
+  // Its liveness (2 s), never its lease (10 s): a handed-off grant is a
+  // lease only once its owner confirms it.
+  EXPECT_LT(std::chrono::steady_clock::now() - released, std::chrono::seconds(10));
   behind.unlock();
   EXPECT_EQ(keys_of(server(), name), key(name, "seq"));
 }
