@@ -224,7 +224,8 @@ ServerDelta delta(const ServerSnap& a, const ServerSnap& b) {
     d.per_command[name] = calls;
     d.commands += calls;
     if (top.count(name)) d.top_level += calls;
-    if (top.count(name) || name == "rpush") d.top_usec += usec;
+    if (top.count(name)) d.top_usec += usec;
+    d.per_command_usec[name] = usec;
     if (name == "evalsha") {
       d.evalsha = calls;
       d.evalsha_usec = usec;

@@ -76,12 +76,12 @@ struct ServerDelta {
   long long top_level = 0;  // commands a client sent itself (EVALSHA, SUBSCRIBE, ...): round trips
   long long evalsha = 0;
   long long evalsha_usec = 0;
-  // Redis's own time (commandstats usec) for the commands clients sent: a
-  // script's usec includes the commands it ran. RPUSH counts as sent by a
-  // client: only the list baseline uses it, never from a script.
+  // Redis's own time (commandstats usec) for the commands only clients send
+  // (EVALSHA, SUBSCRIBE, ...); a script's usec includes the commands it ran.
   long long top_usec = 0;
   double cpu_us = 0;
   std::map<std::string, long long> per_command;
+  std::map<std::string, long long> per_command_usec;
 };
 ServerDelta delta(const ServerSnap& a, const ServerSnap& b);
 

@@ -14,6 +14,7 @@
 
 #include "child_process.h"
 #include "protocol.h"  // src/: the wake channel format
+#include "systems.h"
 
 namespace fbench {
 namespace {
@@ -274,7 +275,7 @@ void analyse_run(Run& r, const std::vector<Rec>& recs) {
     o.cmds_pg = static_cast<double>(o.d.commands) / g;
     o.cpu_pg = o.d.cpu_us / g;
     o.rt_pg = static_cast<double>(s.system == "fair" ? o.d.top_level : o.tot.rt) / g;
-    o.cmd_us_pg = static_cast<double>(o.d.top_usec) / g;
+    o.cmd_us_pg = static_cast<double>(client_command_usec(o.d, s.system)) / g;
   }
 }
 

@@ -35,7 +35,7 @@ struct Measured {
   WorkerTotals tot;
   double rtt_us = NAN;  // median PING RTT measured right before and after the run
   double cmds_pg = NAN, cpu_pg = NAN, rt_pg = NAN;
-  double cmd_us_pg = NAN;        // Redis's own command time per grant (ServerDelta::top_usec)
+  double cmd_us_pg = NAN;        // Redis's own command time per grant (client_command_usec)
   double cpu_per_ping_us = NAN;  // Redis CPU per PING around the run (raw data; an idle server's PING cost
                                  // swings with VM wake-up costs, so it is no unit for CPU per grant)
   std::vector<std::string> modes;

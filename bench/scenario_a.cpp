@@ -124,7 +124,7 @@ double run_block(Env& e, Systems& systems, Sys& s, std::size_t i, int count) {
   s.cmds += d.commands;
   s.top += d.top_level;
   s.cpu_us += d.cpu_us;
-  s.cmd_usec += d.top_usec;
+  s.cmd_usec += client_command_usec(d, s.key);
   const double med = median(v);
   s.block_med.push_back(med);
   s.all_us.insert(s.all_us.end(), v.begin(), v.end());

@@ -1,6 +1,8 @@
 #include "systems.h"
 
+#include <map>
 #include <stdexcept>
+#include <vector>
 
 #include "protocol.h"  // fairlock's embedded scripts and their SHA1s (src/)
 
@@ -26,6 +28,19 @@ std::string load_script(Redis& c, const char* lua) {
 std::string load_unlock_script(Redis& c) { return load_script(c, kUnlockLua); }
 
 std::string load_list_release_script(Redis& c) { return load_script(c, kListReleaseLua); }
+
+long long client_command_usec(const ServerDelta& d, const std::string& system) {
+  static const std::map<std::string, std::vector<std::string>> plain = {
+      {"unfair", {"set"}}, {"list", {"rpush"}}, {"zset", {"zremrangebyscore", "zadd", "zrange", "set", "zrem"}}};
+  long long usec = d.top_usec;
+  auto it = plain.find(system);
+  if (it == plain.end()) return usec;
+  for (const auto& name : it->second) {
+    auto c = d.per_command_usec.find(name);
+    if (c != d.per_command_usec.end()) usec += c->second;
+  }
+  return usec;
+}
 
 void list_subscribe(Redis& sub, const std::string& channel) {
   Reply r = sub.cmd({"SUBSCRIBE", channel});

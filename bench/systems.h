@@ -60,6 +60,13 @@ void list_subscribe(Redis& sub, const std::string& channel);
 bool list_lock(Redis& c, Redis& sub, const ListLock& l, const std::string& me, const StopFn& stop, RtCounter& rt);
 void list_unlock(Redis& c, const std::string& sha, const ListLock& l, RtCounter& rt);
 
+// Redis's own time for the commands a system's clients sent: the top-level
+// ones (scripts include what they ran) plus the plain commands the baseline
+// sends itself (SET NX, RPUSH, the sorted-set queue's polls), which Redis
+// cannot tell from the same commands run inside a script. One system per
+// delta.
+long long client_command_usec(const ServerDelta& d, const std::string& system);
+
 // fairlock's protocol called directly (EVALSHA of the library's own scripts).
 struct RawKeys {
   RawKeys(const std::string& prefix, const std::string& name);
