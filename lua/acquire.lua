@@ -17,7 +17,8 @@
 --                                 becomes now + liveness_ms.
 --   {-1}                          mode "t" and no permit free, or others
 --                                 queued (no barging); nothing stored
--- Errors: "FLBADARG <text>", "FLPERMITS <stored permits>"
+-- Errors: "FLBADARG <text>", "FLPERMITS <stored permits>",
+--         "FLVERSION <version> <text>"
 local member, err = member_arg(1)
 if not member then return err end
 local permits, lease, liveness
@@ -31,16 +32,25 @@ local mode = ARGV[5]
 if mode ~= 'q' and mode ~= 't' then return fail('BADARG', 'mode must be q or t') end
 
 local now = now_ms()
--- Fast path: an idle name grants at once.
-if redis.call('EXISTS', G) == 0 and redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
-  local t = next_ticket(now)
-  local x = string.format('%d', now + lease + 6000)
-  redis.call('ZADD', H, now + lease, member)
-  redis.call('HSET', G, 'permits', permits, member, string.format('%d:%d', t, now), 'x', x)
-  redis.call('PEXPIREAT', H, x)
-  redis.call('PEXPIREAT', G, x)
+err = read_record()
+if err then return err end
+-- Fast path: the name is uncontended, its holder (if any) kept inline.
+local owner, fence = inline_holder(now)
+if owner == member then  -- a retry of a grant already held: same fence, a new deadline
+  redis.call('HSET', SEQ, 'd', string.format('%d', now + lease))
+  return {1, fence}
+end
+if owner and valid_permits(R.p) and valid_permits(R.p) ~= permits then
+  return fail('PERMITS', R.p)
+end
+if owner and mode == 't' and permits == 1 then return {-1} end  -- held: no free permit
+if not owner and redis.call('EXISTS', Q, H, G) == 0 then  -- idle: grant inline
+  local t = ticket_after(now)
+  redis.call('HSET', SEQ, 'v', VERSION, 's', string.format('%d', t), 'o', member,
+             'd', string.format('%d', now + lease), 't', string.format('%d', now), 'p', permits)
   return {1, t}
 end
+inflate(now)
 prune(now)
 cleanup(now, nil)  -- idle check only: a name left with only expired entries is idle again
 local stored = redis.call('HGET', G, 'permits')
@@ -53,7 +63,7 @@ elseif stored and valid_permits(stored) ~= permits then
 end
 fill(now, permits)
 
-local fence = holder_fence(member, now)
+fence = holder_fence(member, now)
 if fence then
   redis.call('ZADD', H, now + lease, member)
   cleanup(now, now + lease)

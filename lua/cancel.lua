@@ -8,11 +8,16 @@
 --          {2, fence} the member already holds a grant (handed off while it
 --                     was giving up); it keeps it until it releases it
 --          {0}        the member was neither waiting nor a live holder
--- Errors: "FLBADARG <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
 local member, permits, err = member_and_permits()
 if not member then return err end
 
 local now = now_ms()
+err = read_record()
+if err then return err end
+local owner, fence = inline_holder(now)
+if owner == member then return {2, fence} end
+inflate(now)
 local result
 -- Not drop_waiter: w is touched only if q held the member (one command less).
 if redis.call('ZREM', Q, member) == 1 then
@@ -22,7 +27,7 @@ end
 prune(now)
 fill(now, stored_permits(permits))
 if not result then
-  local fence = holder_fence(member, now)
+  fence = holder_fence(member, now)
   if fence then
     result = {2, fence}
   else

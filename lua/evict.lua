@@ -6,11 +6,18 @@
 --       2 permits   1 .. 1000000 (used only if no valid count is stored)
 -- Returns: 1 a holder was removed; 2 a waiter was removed; 0 not found
 --          (whatever the entry's deadline)
--- Errors: "FLBADARG <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
 local member, permits, err = member_and_permits()
 if not member then return err end
 
 local now = now_ms()
+err = read_record()
+if err then return err end
+if R.o == member then  -- the uncontended holder, kept inline
+  drop_inline()
+  return 1
+end
+inflate(now)
 local result = 0
 -- Not drop_holder/drop_waiter: the second key is touched only if the
 -- first one held the member (no extra command for a miss).

@@ -15,7 +15,7 @@
 --   0, 0          gone: neither waiting nor holding (expired or evicted);
 --                 an expired entry still there is removed, and so is a
 --                 w entry without its q entry
--- Errors: "FLBADARG <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
 local permits, err = int_arg(1, 1, 1000000, 'permits')
 if not permits then return err end
 local liveness
@@ -31,6 +31,14 @@ for i = 3, #ARGV, 2 do
 end
 
 local now = now_ms()
+err = read_record()
+if err then return err end
+local owner, owner_fence = inline_holder(now)
+if owner and #ARGV == 4 and ARGV[3] == owner then  -- Fast path: the uncontended holder alone
+  redis.call('HSET', SEQ, 'd', string.format('%d', now + tonumber(ARGV[4])))
+  return {2, owner_fence}
+end
+inflate(now)
 prune(now, true)  -- deep: also entries with corrupt far deadlines
 fill(now, stored_permits(permits))
 

@@ -6,9 +6,11 @@
 --           holders, waiters}
 --   permits      the stored permit count, or 0 when the name is idle
 --   last_ticket  the fence counter (0 if never used)
---   holder_count ZCARD h, waiter_count ZCARD q (expired entries included)
---   holders      flat array, 4 per holder (all of them), earliest deadline
---                first: member, fence, held_ms, lease_left_ms
+--   holder_count ZCARD h (plus 1 for an inline holder), waiter_count ZCARD q
+--                (expired entries included)
+--   holders      flat array, 4 per holder (all of them): the inline holder,
+--                then h's, earliest deadline first: member, fence, held_ms,
+--                lease_left_ms
 --                (held_ms -1 and fence 0 when the g field is unreadable)
 --   waiters      flat array, 4 per listed waiter, in queue order:
 --                member, ticket, waited_ms, liveness_left_ms
@@ -17,10 +19,12 @@
 --   Invalid stored values (tampered keys) read as 0; ms figures are clamped
 --   to +-(2^31-1).
 --   waited_ms comes from the ticket's arrival stamp (see lib.lua).
--- Errors: "FLBADARG <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
 local limit, err = int_arg(1, 0, 100000, 'limit')
 if not limit then return err end
 local now = now_ms()
+err = read_record(true)
+if err then return err end
 -- Tampered keys may hold any score: report them clamped, never as garbage.
 local function ms(v)
   if not v or v ~= v then return 0 end
@@ -32,15 +36,18 @@ local function fence_or_0(v)
 end
 
 local holders = {}
-local h = redis.call('ZRANGE', H, 0, -1, 'WITHSCORES')
-for i = 1, #h, 2 do
-  local member, deadline = h[i], tonumber(h[i + 1])
-  local v = redis.call('HGET', G, member) or ''
-  local fence, since = string.match(v, '^(%d+):(%d+)$')
+local function add_holder(member, fence, since, deadline)
   holders[#holders + 1] = member
   holders[#holders + 1] = fence_or_0(tonumber(fence))
   holders[#holders + 1] = since and ms(now - tonumber(since)) or -1
-  holders[#holders + 1] = ms(deadline - now)
+  holders[#holders + 1] = ms((tonumber(deadline) or now) - now)
+end
+if R.o then add_holder(R.o, R.s, tonumber(R.t) and R.t, R.d) end  -- the inline holder
+local h = redis.call('ZRANGE', H, 0, -1, 'WITHSCORES')
+for i = 1, #h, 2 do
+  local v = redis.call('HGET', G, h[i]) or ''
+  local fence, since = string.match(v, '^(%d+):(%d+)$')
+  add_holder(h[i], fence, since, h[i + 1])
 end
 
 local waiters = {}
@@ -56,5 +63,6 @@ if limit > 0 then
   end
 end
 
-return {now, valid_permits(redis.call('HGET', G, 'permits')) or 0, fence_or_0(tonumber(redis.call('GET', SEQ))),
-        redis.call('ZCARD', H), redis.call('ZCARD', Q), holders, waiters}
+local permits = valid_permits(redis.call('HGET', G, 'permits')) or (R.o and valid_permits(R.p)) or 0
+return {now, permits, fence_or_0(tonumber(R.s)), redis.call('ZCARD', H) + (R.o and 1 or 0),
+        redis.call('ZCARD', Q), holders, waiters}

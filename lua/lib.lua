@@ -10,7 +10,12 @@
 --   KEYS[2] P:{N}:w    ZSET  waiter member -> liveness deadline (ms, Redis TIME)
 --   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
 --   KEYS[4] P:{N}:g    HASH  "permits" -> permit count, holder member -> "<fence>:<granted ms>"
---   KEYS[5] P:{N}:seq  STRING the last ticket issued (never deleted)
+--   KEYS[5] P:{N}:seq  HASH  the name's record (never deleted):
+--     "v" protocol version (VERSION), "s" the last ticket issued, and an
+--     uncontended holder kept inline: "o" its member, "d" its grant deadline
+--     (ms), "t" when it was granted (ms), "p" the permits it was granted
+--     under; its fence is "s". The inline holder exists only while q, h and
+--     g do not: the first call that needs them moves it into h and g (inflate).
 --   and G's field "x" = the expiry time set on q, w, h and g (see cleanup)
 -- While a name is busy its keys expire some seconds after the last deadline
 -- they hold; when it goes idle they are deleted.
@@ -28,8 +33,11 @@ local Q, W, H, G, SEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
 local fresh = {}         -- the keys (q, w, h) this call created: they need their expiry (cleanup)
+local moved_deadline = nil -- the deadline of a holder this call moved into h (inflate, cleanup)
 local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
+local VERSION = '2'       -- the protocol version this script set speaks (the record's "v")
+local R = {}              -- the record as this call read it (read_record): s, o, d, t, p
 
 -- Values read back from the keys are checked, not trusted: a key written by
 -- anything else (an operator, a bug, a restore) must never turn into a
@@ -206,13 +214,82 @@ end
 
 -- A new ticket: strictly above every earlier one, and an arrival stamp.
 -- A counter that is not a valid fence (tampered) restarts above every
--- ticket stamped up to this millisecond.
-local function next_ticket(now)
-  local last = tonumber(redis.call('GET', SEQ))
+-- ticket stamped up to this millisecond. Computes it only (see next_ticket).
+local function ticket_after(now)
+  local last = tonumber(R.s)
   if not valid_fence(last) or last + 1 >= MAX_FENCE then last = (now + 1) * 1000 end
-  local t = math.max(last + 1, now * 1000)
-  redis.call('SET', SEQ, string.format('%d', t))
+  return math.max(last + 1, now * 1000)
+end
+
+-- Issues a new ticket: stores it in the record as the last one.
+local function next_ticket(now)
+  local t = ticket_after(now)
+  R.s = string.format('%d', t)
+  redis.call('HSET', SEQ, 'v', VERSION, 's', R.s)
   return t
+end
+
+-- Reads the record into R; every script does this first (the read it needs
+-- anyway checks the version). Returns an error reply on another version.
+-- A version 1 counter (a STRING at the same key) becomes a record holding
+-- it, unless `readonly`: version 1 kept q, w, h and g exactly as version 2
+-- does, so its queue carries on; version 1 clients then fail (WRONGTYPE) on
+-- their next ticket instead of running a second queue.
+local function read_record(readonly)
+  local r = redis.pcall('HMGET', SEQ, 'v', 's', 'o', 'd', 't', 'p')
+  if r.err and not string.find(r.err, 'WRONGTYPE', 1, true) then return redis.error_reply(r.err) end
+  if r.err then
+    local last = redis.call('TYPE', SEQ).ok == 'string' and redis.call('GET', SEQ) or nil
+    if not valid_fence(tonumber(last)) then last = nil end
+    if not readonly then
+      redis.call('DEL', SEQ)
+      if last then redis.call('HSET', SEQ, 'v', VERSION, 's', last) end
+    end
+    r = {VERSION, last}
+  end
+  if r[1] and r[1] ~= VERSION then
+    return fail('VERSION', r[1] .. ': this name is kept by protocol version ' .. r[1] ..
+                ', these scripts speak version ' .. VERSION)
+  end
+  R = {s = r[2], o = r[3], d = r[4], t = r[5], p = r[6]}
+  return nil
+end
+
+-- The inline holder if it is live and can prove its fence: member, fence,
+-- deadline; nil otherwise.
+local function inline_holder(now)
+  if not R.o then return nil end
+  local deadline, fence = tonumber(R.d), tonumber(R.s)
+  if live_deadline(deadline, now) and valid_fence(fence) then return R.o, fence, deadline end
+  return nil
+end
+
+-- Forgets the inline holder (released, expired, evicted or moved).
+local function drop_inline()
+  redis.call('HDEL', SEQ, 'o', 'd', 't', 'p')
+  R.o = nil
+end
+
+-- Contention begins (or a call needs h and g): a live inline holder moves
+-- into h and g with its fence and deadline; an expired one is dropped. Every
+-- script runs this before it touches q, w, h or g, so the two holder forms
+-- never meet.
+local function inflate(now)
+  if not R.o then return end
+  local member, fence, deadline = inline_holder(now)
+  local since, permits = tonumber(R.t), valid_permits(R.p)
+  if not (since and since == math.floor(since) and since >= 0 and since <= now) then since = now end
+  drop_inline()
+  if not member then return end
+  fresh[H] = true
+  moved_deadline = deadline
+  redis.call('ZADD', H, deadline, member)
+  local record = string.format('%d:%d', fence, since)
+  if permits then
+    redis.call('HSET', G, 'permits', permits, member, record)
+  else
+    redis.call('HSET', G, member, record)
+  end
 end
 
 -- When nobody holds or waits, drop everything but the counter. Otherwise
@@ -220,14 +297,16 @@ end
 -- processes all crashed vanishes by itself even if no script runs on it
 -- again: g's field "x" is the expiry time set on q, w, h and g. It is
 -- pushed (6 s past the deadline, on all four keys) only when a deadline this
--- call wrote, `horizon`, comes within a second of it; a key this call
--- created (`fresh`, declared at the top) gets the x that stands.
+-- call wrote, `horizon` (or the deadline of a holder it moved into h),
+-- comes within a second of it; a key this call created (`fresh`, declared
+-- at the top) gets the x that stands.
 local function cleanup(now, horizon)
   if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
     redis.call('DEL', G, W)
     return
   end
   local created = next(fresh) ~= nil
+  if moved_deadline then horizon = math.max(horizon or 0, moved_deadline) end
   if not horizon and not created then return end
   local b = horizon or now
   local x = tonumber(redis.call('HGET', G, 'x'))

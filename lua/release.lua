@@ -7,11 +7,20 @@
 -- Returns: 1 released; 0 the member held no live grant (never held, released
 --          already, expired, or evicted): nothing is released on its behalf
 --          (an expired entry still there is removed as expired).
--- Errors: "FLBADARG <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
 local member, permits, err = member_and_permits()
 if not member then return err end
 
 local now = now_ms()
+err = read_record()
+if err then return err end
+if R.o == member then  -- Fast path: the uncontended holder, kept inline
+  local live = inline_holder(now)
+  drop_inline()
+  if live then return 1 end
+  return 0
+end
+inflate(now)
 local released = 0
 if holder_fence(member, now) then  -- a grant past its deadline is not released, it was lost
   drop_holder(member)

@@ -351,20 +351,31 @@ Evicted evict(Server& server, const Keys& keys, std::string_view member) {
 
 namespace {
 
-// "<prefix>:{<pattern>}:g" with the prefix's glob characters escaped: every
-// active name has its g key.
-std::string g_key_pattern(std::string_view prefix, std::string_view pattern) {
+// "<prefix>:{<pattern>}:*" with the prefix's glob characters escaped.
+std::string key_pattern(std::string_view prefix, std::string_view pattern) {
   std::string match;
   for (char c : prefix) {
     if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') match.push_back('\\');
     match.push_back(c);
   }
-  return match.append(":{").append(pattern).append("}:g");
+  return match.append(":{").append(pattern).append("}:*");
+}
+
+// The name of a key "<prefix>:{<name>}:<suffix>" whose suffix is g (a busy
+// name) or seq (its record, which may keep a holder inline); "" otherwise.
+std::string name_of_record_key(std::string_view key, std::string_view prefix) {
+  const std::string head = std::string(prefix) + ":{";
+  if (key.substr(0, head.size()) != head) return "";
+  for (std::string_view tail : {"}:g", "}:seq"}) {
+    if (key.size() >= head.size() + tail.size() && key.substr(key.size() - tail.size()) == tail) {
+      return std::string(key.substr(head.size(), key.size() - head.size() - tail.size()));
+    }
+  }
+  return "";
 }
 
 std::vector<std::string> scan_names(Server& server, std::string_view prefix, std::string_view pattern) {
-  const std::string match = g_key_pattern(prefix, pattern);
-  const std::string head = std::string(prefix) + ":{";
+  const std::string match = key_pattern(prefix, pattern);
   std::vector<std::string> names;
   std::set<std::string> seen;
   std::string cursor = "0";
@@ -373,34 +384,49 @@ std::vector<std::string> scan_names(Server& server, std::string_view prefix, std
     cursor = std::string(reply_string(reply_at(*r, 0)));
     const auto& keys = reply_at(*r, 1);
     for (std::size_t i = 0; i < reply_size(keys); ++i) {
-      std::string_view k = reply_string(reply_at(keys, i));
-      if (k.size() < head.size() + 3 || k.substr(0, head.size()) != head) continue;
-      std::string name(k.substr(head.size(), k.size() - head.size() - 3));
-      if (seen.insert(name).second) names.push_back(std::move(name));
+      std::string name = name_of_record_key(reply_string(reply_at(keys, i)), prefix);
+      if (!name.empty() && seen.insert(name).second) names.push_back(std::move(name));
     }
   } while (cursor != "0");
   return names;
 }
 
-}  // namespace
-
-std::vector<NameSummary> list(Server& server, std::string_view prefix, std::string_view pattern) {
-  std::vector<NameSummary> out;
-  std::vector<Keys> keys;
-  for (auto& name : scan_names(server, prefix, pattern)) {
-    keys.emplace_back(prefix, name);
-    out.push_back(NameSummary{std::move(name), 0, 0});
-  }
-  if (out.empty()) return out;
+// Holders and waiters of each name: h and q's sizes, plus the holder kept
+// inline in the record (a version 1 record, a string, has none).
+std::vector<NameSummary> count_names(Server& server, std::string_view prefix, std::vector<std::string> names) {
+  std::vector<Keys> keys;  // Argv refers to these strings
+  keys.reserve(names.size());
+  for (const auto& name : names) keys.emplace_back(prefix, name);
   std::vector<Argv> counts;
   for (const auto& k : keys) {
     counts.push_back({"ZCARD", k.h});
     counts.push_back({"ZCARD", k.q});
+    counts.push_back({"HEXISTS", k.seq, "o"});
   }
   auto replies = server.pipeline(counts);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i].holders = static_cast<std::size_t>(reply_integer(*replies[2 * i]));
-    out[i].waiters = static_cast<std::size_t>(reply_integer(*replies[2 * i + 1]));
+  std::vector<NameSummary> out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto& inline_holder = *replies[3 * i + 2];
+    NameSummary n{std::move(names[i]), static_cast<std::size_t>(reply_integer(*replies[3 * i])),
+                  static_cast<std::size_t>(reply_integer(*replies[3 * i + 1]))};
+    if (reply_error(inline_holder).rfind("WRONGTYPE", 0) != 0) {
+      n.holders += static_cast<std::size_t>(reply_integer(inline_holder));  // throws on another error
+    }
+    if (n.holders + n.waiters > 0) out.push_back(std::move(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<NameSummary> list(Server& server, std::string_view prefix, std::string_view pattern) {
+  std::vector<std::string> names = scan_names(server, prefix, pattern);
+  std::vector<NameSummary> out;
+  constexpr std::size_t batch = 1000;  // names counted per pipeline
+  for (std::size_t i = 0; i < names.size(); i += batch) {
+    std::vector<std::string> some(names.begin() + static_cast<std::ptrdiff_t>(i),
+                                  names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), i + batch)));
+    for (auto& n : count_names(server, prefix, std::move(some))) out.push_back(std::move(n));
   }
   return out;
 }

@@ -26,6 +26,9 @@ void throw_reply_error(const redisReply& r, std::string_view context) {
   if (starts("FLPERMITS ")) {
     throw PermitsMismatch(where + ": permits mismatch: this name is in use with " + msg.substr(10) + " permit(s)");
   }
+  if (starts("FLVERSION ")) {
+    throw ProtocolMismatch(where + ": protocol mismatch: version " + msg.substr(10));
+  }
   // The server is there but cannot serve now (loading its data after a
   // restart, busy with a long script, a replica without its primary, a
   // primary demoted by a failover): the same as unreachable, so callers

@@ -152,7 +152,8 @@ TEST(Inputs, CustomPrefixIsUsed) {
   std::string name = unique_name("prefixed");
   FairLock lock(client, name);
   lock.lock();
-  EXPECT_EQ(server().cmd({"EXISTS", key(name, "h", "myapp:locks")}), "1");
+  EXPECT_EQ(server().cmd({"HGET", key(name, "seq", "myapp:locks"), "o"}).empty(), false);
+  EXPECT_EQ(server().cmd({"EXISTS", key(name, "seq")}), "0");
   lock.unlock();
 }
 

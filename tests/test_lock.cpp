@@ -237,7 +237,7 @@ TEST(Lock, DeletedKeysAreReportedLost) {
   lo.on_lost = [&] { ++lost_calls; };
   FairLock lock(client, name, lo);
   lock.lock();
-  server().cmd({"DEL", key(name, "h"), key(name, "g")});
+  forget_holders(server(), name);
   ASSERT_TRUE(eventually([&] { return lost_calls.load() == 1; }));
   EXPECT_FALSE(lock.owns_lock());
   EXPECT_EQ(lock.release(), Released::lost);
@@ -276,7 +276,7 @@ TEST(Lock, LostLockUnderStdGuardDoesNotTerminate) {
   FairLock lock(client, name, lo);
   {
     std::lock_guard<FairLock> guard(lock);
-    server().cmd({"DEL", key(name, "h"), key(name, "g")});
+    forget_holders(server(), name);
   }  // ~lock_guard -> unlock() of a lost grant: logged, not thrown
   EXPECT_FALSE(lock.owns_lock());
   // The same during unwinding.
@@ -284,7 +284,7 @@ TEST(Lock, LostLockUnderStdGuardDoesNotTerminate) {
   EXPECT_THROW(
       {
         std::lock_guard<FairLock> guard(other);
-        server().cmd({"DEL", key(other.name(), "h"), key(other.name(), "g")});
+        forget_holders(server(), other.name());
         throw std::runtime_error("boom");
       },
       std::runtime_error);
@@ -296,7 +296,7 @@ TEST(Lock, DestructorOfALostLockDoesNotThrow) {
   {
     FairLock lock(client, name);
     lock.lock();
-    server().cmd({"DEL", key(name, "h"), key(name, "g")});
+    forget_holders(server(), name);
   }
   SUCCEED();
 }
@@ -647,9 +647,13 @@ TEST(Review, KeysOfAnAbandonedNameExpireByThemselves) {
   std::string name = unique_name("abandoned");
   Child holder({server().url(), "hold", name, "200"});
   ASSERT_EQ(holder.line().rfind("fence ", 0), 0u);
+  Child waiter({server().url(), "wait", name, "300"});  // the queue makes h, g, q and w
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
   holder.kill();  // no release, and nobody runs a script on this name again
+  waiter.kill();
   holder.wait();
-  EXPECT_EQ(server().cmd({"EXISTS", key(name, "h")}), "1");
+  waiter.wait();
+  EXPECT_EQ(server().cmd({"EXISTS", key(name, "h"), key(name, "g"), key(name, "q"), key(name, "w")}), "4");
   EXPECT_TRUE(eventually([&] {
     return server().cmd({"EXISTS", key(name, "h"), key(name, "g"), key(name, "q"), key(name, "w")}) == "0";
   }));
@@ -668,7 +672,7 @@ TEST(Review, ShutdownFromALostCallbackDoesNotAbort) {
   };
   FairLock lock(*client, name, lo);
   lock.lock();
-  server().cmd({"DEL", key(name, "h"), key(name, "g")});
+  forget_holders(server(), name);
   ASSERT_TRUE(eventually([&] { return called.load(); }));
   client->shutdown();
   SUCCEED();

@@ -33,6 +33,13 @@ inline std::string key(const std::string& name, const std::string& suffix, const
   return prefix + ":{" + name + "}:" + suffix;
 }
 
+// Deletes every grant of `name` behind the holders' backs: h and g, and the
+// holder kept inline in the record (protocol version 2).
+inline void forget_holders(const RedisServer& s, const std::string& name) {
+  s.cmd({"DEL", key(name, "h"), key(name, "g")});
+  s.cmd({"HDEL", key(name, "seq"), "o", "d", "t", "p"});
+}
+
 inline long long zcard(const RedisServer& s, const std::string& name, const char* which) {
   return std::stoll(s.cmd({"ZCARD", key(name, which)}));
 }

@@ -60,6 +60,14 @@ class PermitsMismatch : public ServerError {
   using ServerError::ServerError;
 };
 
+// The name is kept by another version of the fairlock protocol (a newer
+// client's layout): this client changes nothing there. See docs/PROTOCOL.md,
+// "Versions".
+class ProtocolMismatch : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+
 // The grant is gone: its lease expired, it was evicted or its keys deleted.
 // (release() reports this as Released::lost; unlock() never throws.)
 class LockLost : public Error {

@@ -412,6 +412,33 @@ TEST_F(TamperScripts, GarbagePermitCountNeverOvergrantsALock) {
   }
 }
 
+// The holder kept inline in the record (an uncontended name): garbage in
+// its fields makes it count as expired or gives a typed error, never two
+// holders at once or a garbage fence.
+TEST_F(TamperScripts, GarbageInTheRecordNeverDoubleGrantsOrBecomesAFence) {
+  const std::vector<std::pair<const char*, const char*>> damage = {
+      {"d", "inf"}, {"d", "1e300"}, {"d", "-inf"}, {"d", "abc"}, {"s", "abc"},  {"s", "1e300"},
+      {"s", "-5"},  {"o", ""},      {"p", "0"},    {"p", "abc"}, {"t", "9e99"}, {"v", "abc"}};
+  for (const auto& [field, value] : damage) {
+    s.cmd({"DEL", k(name, "q"), k(name, "w"), k(name, "h"), k(name, "g"), k(name, "seq")});
+    auto first = split(holder.acquire(10000, 10000), '\n');
+    ASSERT_EQ(first[0], "1");
+    s.cmd({"HSET", k(name, "seq"), field, value});
+    auto r = split(w1.acquire(10000, 10000), '\n');
+    const std::string what = std::string("record ") + field + " = '" + value + "': ";
+    if (r[0] == "1") {  // the damaged holder counts as expired
+      long double f = std::strtold(r[1].c_str(), nullptr);
+      EXPECT_TRUE(f >= 1 && f < 9007199254740992.0L) << what << "the fence " << r[1];
+      EXPECT_EQ(split(holder.acquire(10000, 10000), '\n')[0], "0") << what << "two holders";
+    } else {
+      EXPECT_TRUE(r[0] == "0" || r[0].rfind("ERR:FL", 0) == 0)
+          << what << "neither queued nor a documented error: " << r[0];
+    }
+    holder.release();
+    w1.release();
+  }
+}
+
 // A garbage counter or ticket must not become a garbage fence.
 TEST_F(TamperScripts, GarbageCounterOrTicketNeverBecomesAFence) {
   for (const char* v : {"1e300", "inf", "9007199254740993"}) {

@@ -1,0 +1,105 @@
+-- acquire: join the queue (or take a free permit), or report the caller's state.
+--
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- ARGV: 1 member        "<m><cid>:<token>"
+--       2 permits       1 .. 1000000; must match the name's stored permits
+--       3 lease_ms      lease of a grant made in this call (1 .. 2^31-1)
+--       4 liveness_ms   waiter liveness if queued (1 .. 2^31-1)
+--       5 mode          "q": queue if not granted now; "t": try, never
+--                       queue (a member already queued just gets its state)
+-- Returns:
+--   {1, fence}                    granted (now, earlier by handoff, or a retry
+--                                 of a grant already held: same fence; the
+--                                 deadline becomes now + lease_ms)
+--   {0, ticket, position, next}   queued; position is 0-based among waiters;
+--                                 next = ms until the earliest holder deadline
+--                                 (0 .. 2^31-1; -1 if no holder). The deadline
+--                                 becomes now + liveness_ms.
+--   {-1}                          mode "t" and no permit free, or others
+--                                 queued (no barging); nothing stored
+-- Errors: "FLBADARG <text>", "FLPERMITS <stored permits>"
+local member, err = member_arg(1)
+if not member then return err end
+local permits, lease, liveness
+permits, err = int_arg(2, 1, 1000000, 'permits')
+if not permits then return err end
+lease, err = int_arg(3, 1, 2147483647, 'lease_ms')
+if not lease then return err end
+liveness, err = int_arg(4, 1, 2147483647, 'liveness_ms')
+if not liveness then return err end
+local mode = ARGV[5]
+if mode ~= 'q' and mode ~= 't' then return fail('BADARG', 'mode must be q or t') end
+
+local now = now_ms()
+-- Fast path: an idle name grants at once.
+if redis.call('EXISTS', G) == 0 and redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
+  local t = next_ticket(now)
+  local x = string.format('%d', now + lease + 6000)
+  redis.call('ZADD', H, now + lease, member)
+  redis.call('HSET', G, 'permits', permits, member, string.format('%d:%d', t, now), 'x', x)
+  redis.call('PEXPIREAT', H, x)
+  redis.call('PEXPIREAT', G, x)
+  return {1, t}
+end
+prune(now)
+cleanup(now, nil)  -- idle check only: a name left with only expired entries is idle again
+local stored = redis.call('HGET', G, 'permits')
+if stored and not valid_permits(stored) then
+  redis.call('HSET', G, 'permits', permits)  -- garbage (tampered): repair
+elseif stored and valid_permits(stored) ~= permits then
+  fill(now, stored_permits(permits))  -- what prune freed is still handed on
+  cleanup(now, nil)
+  return fail('PERMITS', stored)
+end
+fill(now, permits)
+
+local fence = holder_fence(member, now)
+if fence then
+  redis.call('ZADD', H, now + lease, member)
+  cleanup(now, now + lease)
+  return {1, fence}
+end
+
+local function earliest_holder()
+  local first = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return math.min(MAX_MS, math.max(0, tonumber(first[2]) - now))
+end
+
+local ticket = live_score(W, member, now) and tonumber(redis.call('ZSCORE', Q, member))
+if ticket and not valid_fence(ticket) then  -- corrupt (tampered): queue again below
+  drop_waiter(member)
+  ticket = nil
+end
+if ticket then
+  redis.call('ZADD', W, now + liveness, member)
+  cleanup(now, now + liveness)
+  return {0, ticket, redis.call('ZRANK', Q, member), earliest_holder()}
+end
+
+-- After fill(), a free permit with an empty queue means nobody live waits.
+-- (If fill stopped at its skip bound, stale heads remain: still no barging.)
+local held, queued = redis.call('ZCARD', H), redis.call('ZCARD', Q)
+local free = held < permits and queued == 0
+if mode == 't' and not free then
+  cleanup(now, nil)
+  return {-1}
+end
+
+local t = next_ticket(now)
+if not stored then redis.call('HSET', G, 'permits', permits) end  -- else it is stored (step 4)
+if free then
+  redis.call('ZADD', H, now + lease, member)
+  redis.call('HSET', G, member, string.format('%d:%d', t, now))
+  if held == 0 then fresh[H] = true end
+  cleanup(now, now + lease)
+  return {1, t}
+end
+redis.call('ZADD', Q, t, member)
+redis.call('ZADD', W, now + liveness, member)
+if queued == 0 then
+  fresh[Q] = true
+  fresh[W] = true
+end
+cleanup(now, now + liveness)
+return {0, t, redis.call('ZRANK', Q, member), earliest_holder()}

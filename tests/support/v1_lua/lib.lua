@@ -1,0 +1,247 @@
+-- fairlock protocol, shared prelude.
+--
+-- The build prepends this file to every operation script (acquire, release,
+-- cancel, heartbeat, inspect, evict), so each loaded script is
+-- `lib.lua .. "\n" .. op.lua`.
+-- A client in another language must load the same concatenation.
+--
+-- Keys of one name N under prefix P (every key shares the hash tag {N}):
+--   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)
+--   KEYS[2] P:{N}:w    ZSET  waiter member -> liveness deadline (ms, Redis TIME)
+--   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
+--   KEYS[4] P:{N}:g    HASH  "permits" -> permit count, holder member -> "<fence>:<granted ms>"
+--   KEYS[5] P:{N}:seq  STRING the last ticket issued (never deleted)
+--   and G's field "x" = the expiry time set on q, w, h and g (see cleanup)
+-- While a name is busy its keys expire some seconds after the last deadline
+-- they hold; when it goes idle they are deleted.
+-- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
+-- and floor(ticket / 1000) is the arrival time in ms (exact unless more than
+-- 1000 arrivals share a millisecond or the server clock stepped back).
+-- Members are "<m><cid>:<token>": <m> is the wake mode of the owning process
+-- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
+-- the participant's 128-bit random token, both lower-case hex.
+
+if #KEYS ~= 5 then
+  return redis.error_reply('FLBADARG expected 5 keys (q w h g seq), got ' .. #KEYS)
+end
+local Q, W, H, G, SEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
+local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
+local fresh = {}         -- the keys (q, w, h) this call created: they need their expiry (cleanup)
+local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
+local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
+
+-- Values read back from the keys are checked, not trusted: a key written by
+-- anything else (an operator, a bug, a restore) must never turn into a
+-- garbage fence, an entry that lives forever or an over-granted name.
+local function valid_fence(v)
+  return type(v) == 'number' and v == math.floor(v) and v >= 1 and v < MAX_FENCE
+end
+
+-- A deadline is live when it is ahead of now but no further than a caller
+-- could have put it; a farther one (+inf, 1e300) is corrupt and counts as
+-- expired, so nothing can block a queue forever.
+local function live_deadline(d, now)
+  return type(d) == 'number' and d > now and d <= now + MAX_MS
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function fail(code, detail)
+  return redis.error_reply('FL' .. code .. ' ' .. detail)
+end
+
+local function int_arg(i, lo, hi, what)
+  local s = ARGV[i]
+  -- Digits only: tonumber alone would accept "1\0", "0x10", " 5" or "1e3".
+  local v = s and string.len(s) <= 16 and string.find(s, '^%-?%d+$') and tonumber(s)
+  if not v or v < lo or v > hi then
+    return nil, fail('BADARG', what .. ' must be an integer in [' .. lo .. ', ' .. hi .. ']')
+  end
+  return v
+end
+
+local function member_arg(i)
+  local m = ARGV[i]
+  if m == nil or string.len(m) < 4 or string.len(m) > 128
+     or not string.find(m, '^[pkn][0-9a-f]+:[0-9a-f]+$') then
+    return nil, fail('BADARG', 'member must look like <p|k|n><hex>:<hex>')
+  end
+  return m
+end
+
+-- ARGV 1 member, 2 permits: the arguments of release, cancel and evict.
+-- Returns member, permits, or nil, nil, an error reply.
+local function member_and_permits()
+  local member, err = member_arg(1)
+  if not member then return nil, nil, err end
+  local permits
+  permits, err = int_arg(2, 1, 1000000, 'permits')
+  if not permits then return nil, nil, err end
+  return member, permits
+end
+
+-- Signal the process owning `member` that it was granted `fence`.
+local function signal(member, fence)
+  local mode = string.sub(member, 1, 1)
+  local colon = string.find(member, ':', 1, true)
+  local cid = string.sub(member, 2, colon - 1)
+  local base = string.sub(Q, 1, -2)            -- "P:{N}:"
+  if mode == 'p' then
+    local brace = string.find(base, '{', 1, true)
+    local prefix = string.sub(base, 1, brace - 1) -- "P:"
+    redis.call('PUBLISH', prefix .. 'wake:' .. cid, member .. ' ' .. string.format('%d', fence))
+  elseif mode == 'k' then
+    -- The documented exception to "every key in KEYS": a per-(name, process)
+    -- key in the same hash slot, whose keyspace channel the process watches.
+    redis.call('SET', base .. 'wake:' .. cid, string.format('%d', fence), 'PX', 60000)
+  end
+end
+
+-- Remove holders (one or more members) from h, with their records in g:
+-- always exactly ZREM h, then HDEL g.
+local function drop_holder(...)
+  redis.call('ZREM', H, ...)
+  redis.call('HDEL', G, ...)
+end
+
+-- Remove waiters (one or more members) from the queue: always exactly
+-- ZREM q, then ZREM w. (cancel and evict inline their removal instead: they
+-- touch the second key only when the first one held the member.)
+local function drop_waiter(...)
+  redis.call('ZREM', Q, ...)
+  redis.call('ZREM', W, ...)
+end
+
+-- Members of a deadline set that are expired (deadline <= now); with
+-- `deep`, also those with a corrupt deadline beyond now + MAX_MS.
+local function dead_entries(key, now, deep)
+  local x = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
+  if deep then
+    local far = redis.call('ZRANGEBYSCORE', key, '(' .. string.format('%d', now + MAX_MS), '+inf',
+                           'LIMIT', 0, PRUNE_LIMIT)
+    for _, m in ipairs(far) do x[#x + 1] = m end
+  end
+  return x
+end
+
+-- Remove expired holders and waiters wherever they stand (bounded). Only
+-- heartbeat and evict pass `deep` (one more command per structure, off the
+-- per-grant path): corrupt far deadlines are rare and harmless until such
+-- an entry heads the queue (fill and live_score treat it as expired) or
+-- holds a permit, and every waiting process beats a few times per liveness.
+local function prune(now, deep)
+  local hx = dead_entries(H, now, deep)
+  if #hx > 0 then drop_holder(unpack(hx)) end
+  local wx = dead_entries(W, now, deep)
+  if #wx > 0 then drop_waiter(unpack(wx)) end
+end
+
+-- A permit count as stored, if it is one (an integer in 1 .. 1000000).
+local function valid_permits(p)
+  p = tonumber(p)
+  if p and p == math.floor(p) and p >= 1 and p <= 1000000 then return p end
+  return nil
+end
+
+-- How many permits a fill may grant: the stored count, but never more than
+-- the caller's own (clients agree on it; a stored value raised behind their
+-- backs must not over-grant), and the caller's when nothing valid is stored.
+local function stored_permits(caller)
+  local p = valid_permits(redis.call('HGET', G, 'permits'))
+  if p then return math.min(p, caller) end
+  return caller
+end
+
+-- Grant free permits to the head of the live queue, in ticket order.
+-- A handed-off grant lasts until the grantee's liveness deadline; its next
+-- heartbeat (or acquire) turns it into a full lease.
+local function fill(now, permits)
+  local held = redis.call('ZCARD', H)
+  local skipped = 0
+  while held < permits and skipped < SKIP_LIMIT do
+    local head = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
+    if #head == 0 then break end
+    local member, ticket = head[1], tonumber(head[2])
+    local deadline = tonumber(redis.call('ZSCORE', W, member))
+    drop_waiter(member)
+    -- A corrupt ticket would become a corrupt fence: the entry is dropped
+    -- like an expired one (its owner learns it is gone and queues again).
+    if live_deadline(deadline, now) and valid_fence(ticket) then
+      if held == 0 then fresh[H] = true end
+      redis.call('ZADD', H, deadline, member)
+      redis.call('HSET', G, member, string.format('%d:%d', ticket, now))
+      held = held + 1
+      signal(member, ticket)
+    else
+      skipped = skipped + 1
+    end
+  end
+end
+
+-- The member's score in a deadline set if that deadline is still ahead;
+-- an entry past its deadline (not yet pruned: pruning is bounded) is
+-- removed here and reported as absent, so it can never be revived.
+local function live_score(key, member, now)
+  local d = redis.call('ZSCORE', key, member)
+  if not d then return nil end
+  if live_deadline(tonumber(d), now) then return d end
+  if key == H then drop_holder(member) else drop_waiter(member) end
+  return nil
+end
+
+-- The fence (a number) of a live holder, or nil. A holder whose record is
+-- missing or corrupt is removed: it cannot prove its grant.
+local function holder_fence(member, now)
+  if not live_score(H, member, now) then return nil end
+  local v = redis.call('HGET', G, member)
+  local fence = v and tonumber(string.match(v, '^(%d+):%d+$'))
+  if valid_fence(fence) then return fence end
+  drop_holder(member)
+  return nil
+end
+
+-- A new ticket: strictly above every earlier one, and an arrival stamp.
+-- A counter that is not a valid fence (tampered) restarts above every
+-- ticket stamped up to this millisecond.
+local function next_ticket(now)
+  local last = tonumber(redis.call('GET', SEQ))
+  if not valid_fence(last) or last + 1 >= MAX_FENCE then last = (now + 1) * 1000 end
+  local t = math.max(last + 1, now * 1000)
+  redis.call('SET', SEQ, string.format('%d', t))
+  return t
+end
+
+-- When nobody holds or waits, drop everything but the counter. Otherwise
+-- keep the keys expiring after every deadline in them, so a name whose
+-- processes all crashed vanishes by itself even if no script runs on it
+-- again: g's field "x" is the expiry time set on q, w, h and g. It is
+-- pushed (6 s past the deadline, on all four keys) only when a deadline this
+-- call wrote, `horizon`, comes within a second of it; a key this call
+-- created (`fresh`, declared at the top) gets the x that stands.
+local function cleanup(now, horizon)
+  if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
+    redis.call('DEL', G, W)
+    return
+  end
+  local created = next(fresh) ~= nil
+  if not horizon and not created then return end
+  local b = horizon or now
+  local x = tonumber(redis.call('HGET', G, 'x'))
+  local keys = {Q, W, H, G}
+  if x and x == x and b + 1000 <= x and x <= now + MAX_MS then
+    if not created then return end
+    keys = {}
+    for _, key in ipairs({Q, W, H}) do
+      if fresh[key] then keys[#keys + 1] = key end
+    end
+  else
+    x = math.min(b + 6000, now + MAX_MS)
+    redis.call('HSET', G, 'x', string.format('%d', x))
+  end
+  x = string.format('%d', x)
+  for _, key in ipairs(keys) do redis.call('PEXPIREAT', key, x) end
+end

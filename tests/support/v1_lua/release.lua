@@ -1,0 +1,28 @@
+-- release: give up a grant, by owner check, and hand the permit to the next
+-- live waiter in the same step.
+--
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- ARGV: 1 member    "<m><cid>:<token>"
+--       2 permits   1 .. 1000000; caps the fill (see stored_permits in lib.lua)
+-- Returns: 1 released; 0 the member held no live grant (never held, released
+--          already, expired, or evicted): nothing is released on its behalf
+--          (an expired entry still there is removed as expired).
+-- Errors: "FLBADARG <text>"
+local member, permits, err = member_and_permits()
+if not member then return err end
+
+local now = now_ms()
+local released = 0
+if holder_fence(member, now) then  -- a grant past its deadline is not released, it was lost
+  drop_holder(member)
+  released = 1
+  -- Fast path: nobody else holds or waits.
+  if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
+    redis.call('DEL', G, W)
+    return 1
+  end
+end
+prune(now)
+fill(now, stored_permits(permits))
+cleanup(now, nil)
+return released
