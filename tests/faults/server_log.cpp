@@ -227,14 +227,16 @@ void ServerLog::apply_snapshot(const redisReply& reply) {
         z[std::string(v.element[j]->str, v.element[j]->len)] =
             score(std::string(v.element[j + 1]->str, v.element[j + 1]->len));
       }
-    } else if (type == "hash" && suffix == "g") {
+    } else if (type == "hash" && (suffix == "g" || suffix == "seq")) {
+      auto& fields = suffix == "g" ? st.g : st.rec;
       for (size_t j = 0; j + 1 < v.elements; j += 2) {
-        st.g[std::string(v.element[j]->str, v.element[j]->len)] =
+        fields[std::string(v.element[j]->str, v.element[j]->len)] =
             std::string(v.element[j + 1]->str, v.element[j + 1]->len);
       }
     } else if (type == "string" && suffix == "seq" && v.elements == 1 && v.element[0]->type == REDIS_REPLY_STRING) {
-      seq[name] = std::strtoull(v.element[0]->str, nullptr, 10);
+      st.rec["s"] = std::string(v.element[0]->str, v.element[0]->len);  // a version 1 counter
     }
+    if (suffix == "seq" && st.rec.count("s")) seq[name] = std::strtoull(st.rec["s"].c_str(), nullptr, 10);
   }
   // Data lost: the sentinel is gone after a reconnect, or a counter went back.
   bool lost = synced_once_ && !had_sentinel;
@@ -255,6 +257,8 @@ void ServerLog::apply_snapshot(const redisReply& reply) {
       std::uint64_t x = 0;
       if (is_member(f) && positive_integer(v.substr(0, v.find(':')), x)) max_fence = std::max(max_fence, x);
     }
+    std::uint64_t inline_fence = 0;  // the inline holder's: the record's s
+    if (st.rec.count("o") && positive_integer(st.rec["s"], inline_fence)) max_fence = std::max(max_fence, inline_fence);
     auto old = names_.find(name);
     st.last_fence = max_fence;
     if (!lost && old != names_.end()) st.last_fence = std::max(st.last_fence, old->second.last_fence);
@@ -296,11 +300,14 @@ void ServerLog::run() {
       // The stream may have stopped in the middle of a script's commands
       // (the server was killed while sending them to us; the script itself
       // ran whole): what was seen of it cannot be judged. The state is read
-      // again from a snapshot on reconnect.
+      // again from a snapshot on reconnect. What the server did after the
+      // last line seen may be missing: the server may write a reply to a
+      // client before its MONITOR output, so a client may hold a grant whose
+      // lines a kill cut off.
       drop_script();
       redisFree(mon_);
       mon_ = nullptr;
-      if (!down_since_) down_since_ = wall_us();
+      if (!down_since_) down_since_ = last_ts_ > 0 ? last_ts_ : wall_us();
     }
   }
 }
@@ -345,6 +352,7 @@ void ServerLog::handle_line(const std::string& line) {
   bool from_lua = false;
   std::vector<std::string> argv;
   if (!parse_monitor_line(line, ts, from_lua, argv)) return;
+  last_ts_ = ts;
   if (!marker_.empty()) {
     if (!from_lua && lower(argv[0]) == "eval" && argv.size() >= 5 && argv[4] == marker_) {
       apply_snapshot(*pending_snapshot_);
@@ -404,10 +412,10 @@ void ServerLog::client_cmd(std::int64_t ts, const std::vector<std::string>& argv
     return;
   }
   static const std::set<std::string> readonly = {
-      "zcard",  "zscore", "zrange", "zrank", "zrangebyscore", "hget",   "hgetall",  "hlen",    "exists",
-      "keys",   "type",   "get",    "pttl",  "ttl",           "scan",   "dump",     "object",  "echo",
-      "ping",   "time",   "info",   "llen",  "lrange",        "strlen", "zcount",   "hexists", "pubsub",
-      "config", "client", "script", "acl",   "monitor",       "debug",  "subscribe"};
+      "zcard",  "zscore", "zrange", "zrank",  "zrangebyscore", "hget",    "hmget",  "hgetall",  "hlen",
+      "exists", "keys",   "type",   "get",    "pttl",          "ttl",     "scan",   "dump",     "object",
+      "echo",   "ping",   "time",   "info",   "llen",          "lrange",  "strlen", "zcount",   "hexists",
+      "pubsub", "config", "client", "script", "acl",           "monitor", "debug",  "subscribe"};
   if (readonly.count(cmd)) return;
   for (size_t i = 1; i < argv.size(); ++i) {
     std::string name, suffix;
@@ -457,7 +465,10 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       else if (suffix == "w") st.w.clear();
       else if (suffix == "h") st.h.clear();
       else if (suffix == "g") st.g.clear();
-      else if (suffix == "seq") st.last_fence = 0;
+      if (suffix == "seq") {  // the record rewritten (version 1 migration): the last fence stands
+        inline_removed(ts, name, st);
+        st.rec.clear();
+      }
       st.expire_at.erase(suffix);
     }
     return;
@@ -481,12 +492,7 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
         bool fresh = !st.h.count(m);
         st.h[m] = sc;
         if (fresh) new_holders_.insert({name, m});
-        std::uint64_t permits = 0;
-        auto p = st.g.find("permits");
-        if (check && p != st.g.end() && positive_integer(p->second, permits) && st.h.size() > permits) {
-          violation(name + ": " + std::to_string(st.h.size()) + " holders for " + std::to_string(permits) +
-                    " permit(s) after ZADD h " + m);
-        }
+        if (check) check_permits(name, st, "ZADD h " + m);
       }
     }
   } else if (cmd == "zrem") {
@@ -507,7 +513,7 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       } else if (suffix == "h") {
         auto it = st.h.find(m);
         if (it == st.h.end()) continue;
-        h_removed_.push_back(HRemoval{name, m, it->second, ts});
+        h_removed_.push_back(HRemoval{name, m, it->second, ts, ""});
         st.h.erase(it);
       }
     }
@@ -517,36 +523,105 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       const std::string& value = argv[i + 1];
       st.g[field] = value;
       if (!is_member(field)) continue;  // "permits" and other bookkeeping
-      // A grant; the value is "<fence>" or "<fence>:<granted ms>".
-      std::uint64_t fence = 0;
-      bool ok = positive_integer(value.substr(0, value.find(':')), fence);
-      if (check && !ok) violation(name + ": grant to " + field + " with a garbage fence '" + value + "'");
-      if (check && ok) {
-        for (auto& [m2, ticket] : st.q) {
-          if (ticket < static_cast<double>(fence)) {
-            violation(name + ": fence " + std::to_string(fence) + " granted to " + field + " while " + m2 +
-                      " with the smaller ticket " + fmt(ticket) + " still waits");
-            break;
-          }
-        }
-        if (fence <= st.last_fence) {
-          violation(name + ": fence " + std::to_string(fence) + " granted after fence " +
-                    std::to_string(st.last_fence));
-        }
-        auto qr = q_removed_.find(field);
-        if (qr != q_removed_.end() && qr->second.ticket != static_cast<double>(fence)) {
-          violation(name + ": " + field + " granted fence " + std::to_string(fence) + " but its ticket was " +
-                    fmt(qr->second.ticket));
-        }
-      }
-      if (ok) {
-        st.last_fence = std::max(st.last_fence, fence);
-        grants_.push_back(ServerGrant{name, field, fence, ts, epoch_});
-      }
-      granted_.insert({name, field});
+      // A grant (or a move); the value is "<fence>" or "<fence>:<granted ms>".
+      std::string fence = value.substr(0, value.find(':'));
+      if (!moved(name, st, field, fence)) grant(ts, name, st, field, fence);
     }
   } else if (cmd == "hdel" && suffix == "g") {
     for (size_t i = 2; i < argv.size(); ++i) st.g.erase(argv[i]);
+  } else if (suffix == "seq") {
+    record_cmd(ts, cmd, argv, name, st);
+  }
+}
+
+// HSET/HDEL on the record: a new ticket ("s" alone), an inline grant ("o"
+// set: its fence is "s"), a renewal ("d" alone), a dropped inline holder
+// (HDEL "o", also the first step of a move into h and g).
+void ServerLog::record_cmd(std::int64_t ts, const std::string& cmd, const std::vector<std::string>& argv,
+                           const std::string& name, NameState& st) {
+  if (cmd == "hdel") {
+    if (std::find(argv.begin() + 2, argv.end(), "o") != argv.end()) inline_removed(ts, name, st);
+    for (size_t i = 2; i < argv.size(); ++i) st.rec.erase(argv[i]);
+    return;
+  }
+  if (cmd != "hset") return;
+  bool inline_grant = false;
+  for (size_t i = 2; i + 1 < argv.size(); i += 2) inline_grant = inline_grant || argv[i] == "o";
+  if (inline_grant) inline_removed(ts, name, st);  // an inline holder overwritten is gone
+  for (size_t i = 2; i + 1 < argv.size(); i += 2) st.rec[argv[i]] = argv[i + 1];
+  if (!inline_grant) return;
+  grant(ts, name, st, st.rec["o"], st.rec["s"]);
+  if (!tainted_.count(name)) check_permits(name, st, "an inline grant to " + st.rec["o"]);
+}
+
+// A grant of `fence_text` to `member`: it goes to the lowest ticket, above
+// the name's last fence, and is kept for linking the clients' history.
+void ServerLog::grant(std::int64_t ts, const std::string& name, NameState& st, const std::string& member,
+                      const std::string& fence_text) {
+  granted_.insert({name, member});
+  const bool check = !tainted_.count(name);
+  std::uint64_t fence = 0;
+  const bool ok = positive_integer(fence_text, fence);
+  if (check && !ok) violation(name + ": grant to " + member + " with a garbage fence '" + fence_text + "'");
+  if (!ok) return;
+  if (check) {
+    for (auto& [m2, ticket] : st.q) {
+      if (ticket < static_cast<double>(fence)) {
+        violation(name + ": fence " + std::to_string(fence) + " granted to " + member + " while " + m2 +
+                  " with the smaller ticket " + fmt(ticket) + " still waits");
+        break;
+      }
+    }
+    if (fence <= st.last_fence) {
+      violation(name + ": fence " + std::to_string(fence) + " granted after fence " + std::to_string(st.last_fence));
+    }
+    auto qr = q_removed_.find(member);
+    if (qr != q_removed_.end() && qr->second.ticket != static_cast<double>(fence)) {
+      violation(name + ": " + member + " granted fence " + std::to_string(fence) + " but its ticket was " +
+                fmt(qr->second.ticket));
+    }
+  }
+  st.last_fence = std::max(st.last_fence, fence);
+  grants_.push_back(ServerGrant{name, member, fence, ts, epoch_});
+}
+
+// The inline holder this script dropped, now in h with its deadline and in g
+// with its fence: a move (inflate), neither a removal nor a new grant.
+bool ServerLog::moved(const std::string& name, const NameState& st, const std::string& member,
+                      const std::string& fence_text) {
+  auto h = st.h.find(member);
+  auto it = std::find_if(h_removed_.begin(), h_removed_.end(), [&](const HRemoval& r) {
+    return !r.fence.empty() && r.fence == fence_text && r.name == name && r.member == member && h != st.h.end() &&
+           h->second == r.deadline;
+  });
+  if (it == h_removed_.end()) return false;
+  h_removed_.erase(it);
+  granted_.insert({name, member});
+  return true;
+}
+
+// The inline holder (if any) leaves the record: judged as a removal from h,
+// unless it turns out to be a move.
+void ServerLog::inline_removed(std::int64_t ts, const std::string& name, const NameState& st) {
+  auto o = st.rec.find("o");
+  if (o == st.rec.end()) return;
+  auto d = st.rec.find("d");
+  auto s = st.rec.find("s");
+  h_removed_.push_back(
+      HRemoval{name, o->second, d == st.rec.end() ? 0 : score(d->second), ts, s == st.rec.end() ? "" : s->second});
+}
+
+// At most `permits` holders (h's and the inline one), the count stored in g,
+// else the inline holder's.
+void ServerLog::check_permits(const std::string& name, const NameState& st, const std::string& after) {
+  auto g = st.g.find("permits");
+  auto p = st.rec.find("p");
+  const std::string* stored = g != st.g.end() ? &g->second : p != st.rec.end() ? &p->second : nullptr;
+  const std::size_t holders = st.h.size() + st.rec.count("o");
+  std::uint64_t permits = 0;
+  if (stored && positive_integer(*stored, permits) && holders > permits) {
+    violation(name + ": " + std::to_string(holders) + " holders for " + std::to_string(permits) + " permit(s) after " +
+              after);
   }
 }
 

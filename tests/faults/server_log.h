@@ -1,15 +1,19 @@
 #pragma once
 // ServerLog: a MONITOR connection to the lock server that replays, command by
-// command, what the Lua scripts do to each name's q, w, h and g, and checks
+// command, what the Lua scripts do to each name's q, w, h, g and seq (its
+// record, which may keep an uncontended holder inline), and checks
 // the protocol's invariants on the server's own execution order:
-//   - a grant (HSET g member fence) goes to the lowest ticket: no waiter with
-//     a smaller ticket is still queued at that moment (FIFO, no barging);
+//   - a grant (HSET g member fence, or an inline grant: HSET seq ... s fence
+//     o member) goes to the lowest ticket: no waiter with a smaller ticket is
+//     still queued at that moment (FIFO, no barging);
 //   - fences of successive grants of a name strictly increase (per epoch);
-//   - at most `permits` entries in h;
+//   - at most `permits` holders: the entries in h and the inline holder;
 //   - a waiter is removed from q without being granted only by its own
 //     cancel or once its liveness deadline has passed (a live waiter is never
-//     skipped); a holder is removed from h only by its own release or once
-//     its deadline has passed (a grant never moves on early);
+//     skipped); a holder (in h or inline) is removed only by its own release
+//     or once its deadline has passed (a grant never moves on early); moving
+//     the inline holder into h and g with its fence (inflate) is neither a
+//     removal nor a new grant;
 //   - the idle cleanup (DEL g w) runs only when q and h are empty.
 // Every grant is kept (name, member, fence, time, epoch) so the client-side
 // history can be linked to it. FLUSHALL/FLUSHDB and a server restart that
@@ -62,8 +66,8 @@ class ServerLog {
   const std::vector<ServerGrant>& grants() const { return grants_; }
   const std::vector<std::string>& violations() const { return violations_; }
   const std::vector<LossWindow>& losses() const { return losses_; }
-  // Windows in which the MONITOR connection was down (server killed): what
-  // the server did then is not in the log.
+  // Windows in which the MONITOR connection was down (server killed), from
+  // the last line seen: what the server did then is not in the log.
   const std::vector<LossWindow>& gaps() const { return gaps_; }
   std::size_t lines() const { return lines_; }
   std::size_t scripts() const { return scripts_; }
@@ -75,6 +79,7 @@ class ServerLog {
   struct NameState {
     std::map<std::string, double> q, w, h;
     std::map<std::string, std::string> g;
+    std::map<std::string, std::string> rec;  // seq, the record: v, s and the inline holder o, d, t, p
     std::uint64_t last_fence = 0;
     std::map<std::string, std::int64_t> expire_at;  // suffix -> us (PEXPIRE by the scripts)
   };
@@ -87,6 +92,13 @@ class ServerLog {
   void apply_snapshot(const redisReply& r);
   void lua(std::int64_t ts, const std::vector<std::string>& argv);
   void client_cmd(std::int64_t ts, const std::vector<std::string>& argv);
+  void record_cmd(std::int64_t ts, const std::string& cmd, const std::vector<std::string>& argv,
+                  const std::string& name, NameState& st);
+  void grant(std::int64_t ts, const std::string& name, NameState& st, const std::string& member,
+             const std::string& fence_text);
+  bool moved(const std::string& name, const NameState& st, const std::string& member, const std::string& fence_text);
+  void inline_removed(std::int64_t ts, const std::string& name, const NameState& st);
+  void check_permits(const std::string& name, const NameState& st, const std::string& after);
   void finish_script();  // checks the script just replayed, then forgets it
   void drop_script();    // forgets it unchecked
   bool split_key(const std::string& key, std::string& name, std::string& suffix) const;
@@ -105,7 +117,8 @@ class ServerLog {
   std::atomic<bool> stop_seen_{false};
   redisContext* mon_ = nullptr;
   redisReply* pending_snapshot_ = nullptr;
-  std::int64_t down_since_ = 0;
+  std::int64_t down_since_ = 0;  // the log is incomplete from then on
+  std::int64_t last_ts_ = 0;     // the server's time of the last line seen
 
   std::map<std::string, NameState> names_;
   std::vector<ServerGrant> grants_;
@@ -132,6 +145,7 @@ class ServerLog {
     std::string name, member;
     double deadline = 0;
     std::int64_t ts = 0;
+    std::string fence;  // an inline holder's (its record's s): it may be moving into h and g
   };
   std::vector<HRemoval> h_removed_;
   std::set<std::pair<std::string, std::string>> granted_;  // (name, member)

@@ -272,6 +272,103 @@ TEST(ServerLogReplay, FlushallStartsANewEpoch) {
   EXPECT_EQ(f.log.grants().back().epoch, 1);
 }
 
+// An uncontended grant kept inline in the record (seq), as acquire writes it.
+void inline_grant(Feed& f, const std::string& member, const std::string& fence) {
+  f.script(acquire_sha, {member, "1", "1000", "1000", "q"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p"});
+  f.line(true, {"EXISTS", key("q"), key("h"), key("g")});
+  f.line(true, {"HSET", key("seq"), "v", "2", "s", fence, "o", member, "d", std::to_string(f.ms() + 1000), "t",
+                std::to_string(f.ms()), "p", "1"});
+}
+
+TEST(ServerLogReplay, InlineGrantReleasedByItsOwnerPasses) {
+  Feed f;
+  inline_grant(f, "pa:1", "5");
+  f.script(heartbeat_sha, {"1", "1000", "pa:1", "1000"});  // the fast path renews it
+  f.line(true, {"HSET", key("seq"), "d", std::to_string(f.ms() + 1000)});
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  inline_grant(f, "pb:2", "6");
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  ASSERT_EQ(f.log.grants().size(), 2u);
+  EXPECT_EQ(f.log.grants()[0].member, "pa:1");
+  EXPECT_EQ(f.log.grants()[0].fence, 5u);
+}
+
+// Contention moves the inline holder into h and g with its fence: not a new
+// grant, not a removal; the queue then hands off in order.
+TEST(ServerLogReplay, InflateMovesTheInlineHolderWithoutANewGrant) {
+  Feed f;
+  inline_grant(f, "pa:1", "5");
+  std::string deadline = std::to_string(f.ms() + 1000), since = std::to_string(f.ms());
+  f.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p"});
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  f.line(true, {"ZADD", key("h"), deadline, "pa:1"});
+  f.line(true, {"HSET", key("g"), "permits", "1", "pa:1", "5:" + since});
+  f.line(true, {"HSET", key("seq"), "v", "2", "s", "6"});
+  f.line(true, {"ZADD", key("q"), "6", "pb:2"});
+  f.line(true, {"ZADD", key("w"), std::to_string(f.ms() + 1000), "pb:2"});
+  f.line(true, {"PEXPIREAT", key("h"), std::to_string(f.ms() + 7000)});
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  EXPECT_EQ(f.log.grants().size(), 1u);
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p"});
+  f.line(true, {"ZREM", key("h"), "pa:1"});
+  f.line(true, {"HDEL", key("g"), "pa:1"});
+  f.line(true, {"ZREM", key("q"), "pb:2"});
+  f.line(true, {"ZREM", key("w"), "pb:2"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), "pb:2"});
+  f.line(true, {"HSET", key("g"), "pb:2", "6:" + std::to_string(f.ms())});
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  ASSERT_EQ(f.log.grants().size(), 2u);
+  EXPECT_EQ(f.log.grants()[1].fence, 6u);
+}
+
+TEST(ServerLogReplay, FlagsAnInlineGrantWhoseFenceIsNotAboveTheLast) {
+  Feed f;
+  inline_grant(f, "pa:1", "5");
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  inline_grant(f, "pb:2", "5");
+  EXPECT_TRUE(any(f.done(), "fence 5 granted after fence 5"));
+}
+
+TEST(ServerLogReplay, FlagsAnInlineGrantThatSkipsAWaiter) {
+  Feed f;
+  setup(f);  // pa:1 holds (in h), pb:2 and pc:3 wait
+  inline_grant(f, "pd:4", "4");
+  auto v = f.done();
+  EXPECT_TRUE(any(v, "fence 4 granted to pd:4 while pb:2 with the smaller ticket 2 still waits"));
+  EXPECT_TRUE(any(v, "2 holders for 1 permit(s) after an inline grant to pd:4"));
+}
+
+TEST(ServerLogReplay, FlagsALiveInlineHolderDroppedByAnotherScript) {
+  Feed f;
+  inline_grant(f, "pa:1", "5");
+  f.line(false, {"ping"}, f.t + 2000000);  // pa:1's deadline has passed: another may take the name
+  inline_grant(f, "pb:2", "6");
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  f.script(heartbeat_sha, {"1", "1000", "pc:3", "1000"});
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});  // pb:2's deadline is still ahead, and no move
+  EXPECT_TRUE(any(f.done(), "live holder pb:2"));
+}
+
+// A version 1 counter (a STRING) rewritten as a record keeps the last fence.
+TEST(ServerLogReplay, VersionOneMigrationKeepsTheLastFence) {
+  Feed f;
+  inline_grant(f, "pa:1", "7");
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  f.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
+  f.line(true, {"TYPE", key("seq")});
+  f.line(true, {"DEL", key("seq")});
+  f.line(true, {"HSET", key("seq"), "v", "2", "s", "7"});
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  inline_grant(f, "pb:2", "7");
+  EXPECT_TRUE(any(f.done(), "fence 7 granted after fence 7"));
+}
+
 // The live log against a real server and the real library: no violations,
 // and every grant the clients saw is one the server made.
 TEST(ServerLogReplay, FollowsALiveServer) {
