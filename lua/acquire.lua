@@ -40,9 +40,8 @@ if owner == member then  -- a retry of a grant already held: same fence, a new d
   redis.call('HSET', SEQ, 'd', string.format('%d', now + lease))
   return {1, fence}
 end
-if owner and valid_permits(R.p) and valid_permits(R.p) ~= permits then
-  return fail('PERMITS', R.p)
-end
+local owner_permits = owner and valid_permits(R.p)
+if owner_permits and owner_permits ~= permits then return fail('PERMITS', R.p) end
 if owner and mode == 't' and permits == 1 then return {-1} end  -- held: no free permit
 if not owner and redis.call('EXISTS', Q, H, G) == 0 then  -- idle: grant inline
   local t = ticket_after(now)
