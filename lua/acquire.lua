@@ -36,7 +36,7 @@ err = read_record()
 if err then return err end
 -- Fast path: the name is uncontended, its holder (if any) kept inline.
 local owner, fence = inline_holder(now)
-if owner == member then  -- a retry of a grant already held: same fence, a new deadline
+if owner == member and not has_queue() then  -- a retry of a grant held: same fence, new deadline
   redis.call('HSET', SEQ, 'd', string.format('%d', now + lease))
   return {1, fence}
 end

@@ -34,7 +34,7 @@ local now = now_ms()
 err = read_record()
 if err then return err end
 local owner, owner_fence = inline_holder(now)
-if owner and #ARGV == 4 and ARGV[3] == owner then  -- Fast path: the uncontended holder alone
+if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue() then  -- Fast path: the uncontended holder
   redis.call('HSET', SEQ, 'd', string.format('%d', now + tonumber(ARGV[4])))
   return {2, owner_fence}
 end

@@ -264,6 +264,12 @@ local function inline_holder(now)
   return nil
 end
 
+-- The name has its queue structure: q, h or g exists. An inline holder is
+-- never there beside it but by tampering, so then it is not trusted.
+local function has_queue()
+  return redis.call('EXISTS', Q, H, G) > 0
+end
+
 -- Forgets the inline holder (released, expired, evicted or moved).
 local function drop_inline()
   redis.call('HDEL', SEQ, 'o', 'd', 't', 'p')
@@ -271,11 +277,15 @@ local function drop_inline()
 end
 
 -- Contention begins (or a call needs h and g): a live inline holder moves
--- into h and g with its fence and deadline; an expired one is dropped. Every
--- script runs this before it touches q, w, h or g, so the two holder forms
--- never meet.
+-- into h and g with its fence and deadline; an expired one is dropped, and
+-- so is one found beside the queue (forged). Every script runs this before
+-- it touches q, w, h or g, so the two holder forms never meet.
 local function inflate(now)
   if not R.o then return end
+  if has_queue() then
+    drop_inline()
+    return
+  end
   local member, fence, deadline = inline_holder(now)
   local since, permits = tonumber(R.t), valid_permits(R.p)
   if not (since and since == math.floor(since) and since >= 0 and since <= now) then since = now end

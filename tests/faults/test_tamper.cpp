@@ -439,6 +439,22 @@ TEST_F(TamperScripts, GarbageInTheRecordNeverDoubleGrantsOrBecomesAFence) {
   }
 }
 
+// An inline holder forged into the record while the name has a queue (it
+// can never be there then) is never confirmed: not to an acquire retry, not
+// to a heartbeat, and a release of the real holder does not move it into h.
+TEST_F(TamperScripts, AnInlineHolderBesideTheQueueIsNeverConfirmed) {
+  ASSERT_EQ(split(holder.acquire(60000, 60000), '\n')[0], "1");
+  ASSERT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "0");  // queued: the holder moved into h
+  const std::string far = std::to_string(std::stoll(s.cmd({"TIME"}).substr(0, 10)) * 1000 + 30000);
+  s.cmd({"HSET", k(name, "seq"), "o", w1.member(), "d", far});
+  EXPECT_EQ(heartbeat({w1.member()})[0], "1") << "a forged inline holder was confirmed by a heartbeat";
+  EXPECT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "0") << "a forged inline holder was confirmed by a retry";
+  s.cmd({"HSET", k(name, "seq"), "o", w2.member(), "d", far});
+  EXPECT_EQ(holder.release(), "1");
+  EXPECT_EQ(s.cmd({"ZSCORE", k(name, "h"), w2.member()}), "(nil)") << "the forged holder was moved into h";
+  EXPECT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "1") << "the head of the queue was not granted";
+}
+
 // A garbage counter or ticket must not become a garbage fence.
 TEST_F(TamperScripts, GarbageCounterOrTicketNeverBecomesAFence) {
   for (const char* v : {"1e300", "inf", "9007199254740993"}) {
