@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -391,27 +392,44 @@ std::vector<std::string> scan_names(Server& server, std::string_view prefix, std
   return names;
 }
 
-// Holders and waiters of each name: h and q's sizes, plus the holder kept
-// inline in the record (a version 1 record, a string, has none).
+// The server's clock in ms, from a TIME reply.
+long long server_ms(const redisReply& time) {
+  return reply_integer(reply_at(time, 0)) * 1000 + reply_integer(reply_at(time, 1)) / 1000;
+}
+
+// 1 if the record's inline holder is live at `now_ms` (from HGET seq d),
+// else 0: no inline holder, a version 1 record (a string: WRONGTYPE), a
+// holder whose process died (it stays in the record until the name's next
+// call), or a garbage deadline.
+std::size_t live_inline_holder(const redisReply& deadline, long long now_ms) {
+  if (reply_error(deadline).rfind("WRONGTYPE", 0) == 0 || is_nil(deadline)) return 0;
+  if (is_error(deadline)) throw_reply_error(deadline, "list");
+  const std::string text(reply_string(deadline));
+  char* end = nullptr;
+  const long long d = std::strtoll(text.c_str(), &end, 10);
+  return !text.empty() && *end == '\0' && d > now_ms ? 1 : 0;
+}
+
+// Holders and waiters of each name: h and q's sizes, plus a live holder kept
+// inline in the record.
 std::vector<NameSummary> count_names(Server& server, std::string_view prefix, std::vector<std::string> names) {
   std::vector<Keys> keys;  // Argv refers to these strings
   keys.reserve(names.size());
   for (const auto& name : names) keys.emplace_back(prefix, name);
-  std::vector<Argv> counts;
+  std::vector<Argv> counts = {{"TIME"}};
   for (const auto& k : keys) {
     counts.push_back({"ZCARD", k.h});
     counts.push_back({"ZCARD", k.q});
-    counts.push_back({"HEXISTS", k.seq, "o"});
+    counts.push_back({"HGET", k.seq, "d"});
   }
   auto replies = server.pipeline(counts);
+  const long long now_ms = server_ms(*replies[0]);
   std::vector<NameSummary> out;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const auto& inline_holder = *replies[3 * i + 2];
-    NameSummary n{std::move(names[i]), static_cast<std::size_t>(reply_integer(*replies[3 * i])),
-                  static_cast<std::size_t>(reply_integer(*replies[3 * i + 1]))};
-    if (reply_error(inline_holder).rfind("WRONGTYPE", 0) != 0) {
-      n.holders += static_cast<std::size_t>(reply_integer(inline_holder));  // throws on another error
-    }
+    const std::size_t at = 1 + 3 * i;
+    NameSummary n{std::move(names[i]), static_cast<std::size_t>(reply_integer(*replies[at])),
+                  static_cast<std::size_t>(reply_integer(*replies[at + 1]))};
+    n.holders += live_inline_holder(*replies[at + 2], now_ms);
     if (n.holders + n.waiters > 0) out.push_back(std::move(n));
   }
   return out;

@@ -15,6 +15,7 @@ void ReplyDeleter::operator()(redisReply* r) const noexcept {
 
 bool is_error(const redisReply& r) { return r.type == REDIS_REPLY_ERROR; }
 bool is_array(const redisReply& r) { return r.type == REDIS_REPLY_ARRAY; }
+bool is_nil(const redisReply& r) { return r.type == REDIS_REPLY_NIL; }
 std::string_view reply_error(const redisReply& r) {
   return r.type == REDIS_REPLY_ERROR && r.str ? std::string_view(r.str, r.len) : std::string_view();
 }

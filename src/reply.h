@@ -20,6 +20,7 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 // Accessors that throw ServerError("unexpected reply ...") on a type mismatch.
 bool is_error(const redisReply& r);
 bool is_array(const redisReply& r);
+bool is_nil(const redisReply& r);
 // The text of an error reply ("" for any other reply).
 std::string_view reply_error(const redisReply& r);
 std::string_view reply_string(const redisReply& r);

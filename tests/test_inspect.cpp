@@ -97,6 +97,29 @@ TEST(Inspect, ListFindsActiveNamesWithCounts) {
   la.unlock();
 }
 
+// A holder kept inline whose process died stays in the record (it never
+// expires) until the name's next call: list() leaves it out once its
+// deadline has passed, and reads a version 1 counter as no holder.
+TEST(Inspect, ListLeavesOutADeadInlineHolderAndVersion1Counters) {
+  Options o = opts_for(server());
+  o.key_prefix = "list-dead";
+  Client client(o);
+  const std::string dead = unique_name("dead"), v1 = unique_name("v1"), live = unique_name("live");
+  FairLock held(client, live);
+  held.lock();
+  const long long now_s = std::stoll(server().cmd({"TIME"}).substr(0, 10));
+  const std::string past = std::to_string((now_s - 60) * 1000);
+  server().cmd(
+      {"HSET", key(dead, "seq", o.key_prefix), "v", "2", "s", "7", "o", "p1:2", "d", past, "t", past, "p", "1"});
+  server().cmd({"SET", key(v1, "seq", o.key_prefix), "9"});
+  auto names = client.list();
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].name, live);
+  EXPECT_EQ(names[0].holders, 1u);
+  held.unlock();
+  EXPECT_TRUE(client.list().empty());
+}
+
 TEST(Inspect, EvictUnwedgesAQueue) {
   Client client(opts_for(server()));
   std::string name = unique_name("evict");

@@ -24,7 +24,7 @@ namespace {
 // inspect, list, evict). It is what the README documents.
 const std::vector<std::string> kMinimalRule = {"resetkeys", "~fairlock:*", "resetchannels", "&fairlock:wake:*", "-@all",
                                                // the client itself
-                                               "+evalsha", "+script|load", "+subscribe", "+scan", "+hexists",
+                                               "+evalsha", "+script|load", "+subscribe", "+scan",
                                                // the scripts
                                                "+time", "+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore",
                                                "+zcard", "+zrank", "+hget", "+hmget", "+hset", "+hdel", "+type", "+get",
