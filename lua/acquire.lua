@@ -18,7 +18,7 @@
 --   {-1}                          mode "t" and no permit free, or others
 --                                 queued (no barging); nothing stored
 -- Errors: "FLBADARG <text>", "FLPERMITS <stored permits>",
---         "FLVERSION <version> <text>"
+--         "FLVERSION <version>: <text>"
 local member, err = member_arg(1)
 if not member then return err end
 local permits, lease, liveness

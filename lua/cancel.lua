@@ -8,7 +8,7 @@
 --          {2, fence} the member already holds a grant (handed off while it
 --                     was giving up); it keeps it until it releases it
 --          {0}        the member was neither waiting nor a live holder
--- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
 local member, permits, err = member_and_permits()
 if not member then return err end
 

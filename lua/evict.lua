@@ -6,7 +6,7 @@
 --       2 permits   1 .. 1000000 (used only if no valid count is stored)
 -- Returns: 1 a holder was removed; 2 a waiter was removed; 0 not found
 --          (whatever the entry's deadline)
--- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
 local member, permits, err = member_and_permits()
 if not member then return err end
 

@@ -15,7 +15,7 @@
 --   0, 0          gone: neither waiting nor holding (expired or evicted);
 --                 an expired entry still there is removed, and so is a
 --                 w entry without its q entry
--- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
 local permits, err = int_arg(1, 1, 1000000, 'permits')
 if not permits then return err end
 local liveness

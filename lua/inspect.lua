@@ -19,7 +19,7 @@
 --   Invalid stored values (tampered keys) read as 0; ms figures are clamped
 --   to +-(2^31-1).
 --   waited_ms comes from the ticket's arrival stamp (see lib.lua).
--- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
 local limit, err = int_arg(1, 0, 100000, 'limit')
 if not limit then return err end
 local now = now_ms()

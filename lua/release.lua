@@ -7,7 +7,7 @@
 -- Returns: 1 released; 0 the member held no live grant (never held, released
 --          already, expired, or evicted): nothing is released on its behalf
 --          (an expired entry still there is removed as expired).
--- Errors: "FLBADARG <text>", "FLVERSION <version> <text>"
+-- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
 local member, permits, err = member_and_permits()
 if not member then return err end
 
