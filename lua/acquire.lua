@@ -52,9 +52,9 @@ end
 inflate(now)
 prune(now)
 cleanup(now, nil)  -- idle check only: a name left with only expired entries is idle again
-local stored = redis.call('HGET', G, 'permits')
+local stored = g_field('permits')
 if stored and not valid_permits(stored) then
-  redis.call('HSET', G, 'permits', permits)  -- garbage (tampered): repair
+  g_set('permits', permits)  -- garbage (tampered): repair
 elseif stored and valid_permits(stored) ~= permits then
   fill(now, stored_permits(permits))  -- what prune freed is still handed on
   cleanup(now, nil)
@@ -64,7 +64,7 @@ fill(now, permits)
 
 fence = holder_fence(member, now)
 if fence then
-  redis.call('ZADD', H, now + lease, member)
+  zadd(H, now + lease, member)
   cleanup(now, now + lease)
   return {1, fence}
 end
@@ -81,14 +81,14 @@ if ticket and not valid_fence(ticket) then  -- corrupt (tampered): queue again b
   ticket = nil
 end
 if ticket then
-  redis.call('ZADD', W, now + liveness, member)
+  zadd(W, now + liveness, member)
   cleanup(now, now + liveness)
   return {0, ticket, redis.call('ZRANK', Q, member), earliest_holder()}
 end
 
 -- After fill(), a free permit with an empty queue means nobody live waits.
 -- (If fill stopped at its skip bound, stale heads remain: still no barging.)
-local held, queued = redis.call('ZCARD', H), redis.call('ZCARD', Q)
+local held, queued = card(H), card(Q)
 local free = held < permits and queued == 0
 if mode == 't' and not free then
   cleanup(now, nil)
@@ -96,19 +96,21 @@ if mode == 't' and not free then
 end
 
 local t = next_ticket(now)
-if not stored then redis.call('HSET', G, 'permits', permits) end  -- else it is stored (step 4)
+if not stored then g_set('permits', permits) end  -- else it is stored (step 4)
 if free then
-  redis.call('ZADD', H, now + lease, member)
+  zadd(H, now + lease, member)
   redis.call('HSET', G, member, string.format('%d:%d', t, now))
   if held == 0 then fresh[H] = true end
   cleanup(now, now + lease)
   return {1, t}
 end
-redis.call('ZADD', Q, t, member)
-redis.call('ZADD', W, now + liveness, member)
+-- The new ticket is above every other: the member is last, unless it was
+-- in q already (only tampering leaves it in q without w).
+local position = zadd(Q, t, member) == 1 and queued or redis.call('ZRANK', Q, member)
+zadd(W, now + liveness, member)
 if queued == 0 then
   fresh[Q] = true
   fresh[W] = true
 end
 cleanup(now, now + liveness)
-return {0, t, redis.call('ZRANK', Q, member), earliest_holder()}
+return {0, t, position, earliest_holder()}

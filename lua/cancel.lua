@@ -20,8 +20,8 @@ if owner == member and not has_queue() then return {2, fence} end
 inflate(now)
 local result
 -- Not drop_waiter: w is touched only if q held the member (one command less).
-if redis.call('ZREM', Q, member) == 1 then
-  redis.call('ZREM', W, member)
+if zrem(Q, member) == 1 then
+  zrem(W, member)
   result = {1}
 end
 prune(now)

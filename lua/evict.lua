@@ -21,14 +21,14 @@ inflate(now)
 local result = 0
 -- Not drop_holder/drop_waiter: the second key is touched only if the
 -- first one held the member (no extra command for a miss).
-if redis.call('ZREM', H, member) == 1 then
+if zrem(H, member) == 1 then
   redis.call('HDEL', G, member)
   result = 1
-elseif redis.call('ZREM', Q, member) == 1 then
-  redis.call('ZREM', W, member)
+elseif zrem(Q, member) == 1 then
+  zrem(W, member)
   result = 2
 end
 prune(now, true)  -- deep: an operator call, off the hot path
-fill(now, valid_permits(redis.call('HGET', G, 'permits')) or permits)  -- the operator's call: as stored
+fill(now, valid_permits(g_field('permits')) or permits)  -- the operator's call: as stored
 cleanup(now, nil)
 return result

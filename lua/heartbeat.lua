@@ -46,7 +46,7 @@ local out = {}
 local horizon = nil  -- the latest deadline written
 -- Moves member's deadline in `key` and reports it as {status, value}.
 local function renew(key, deadline, member, status, value)
-  redis.call('ZADD', key, deadline, member)
+  zadd(key, deadline, member)
   horizon = math.max(horizon or 0, deadline)
   out[#out + 1] = status
   out[#out + 1] = value
@@ -58,7 +58,7 @@ for i = 3, #ARGV, 2 do
   if rank then
     renew(W, now + liveness, member, 1, rank)
   else
-    redis.call('ZREM', W, member)  -- in w without q (tampered): gone
+    zrem(W, member)  -- in w without q (tampered): gone
     local fence = holder_fence(member, now)
     if fence then
       renew(H, now + lease, member, 2, fence)

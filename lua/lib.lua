@@ -38,6 +38,8 @@ local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
 local VERSION = '2'       -- the protocol version this script set speaks (the record's "v")
 local R = {}              -- the record as this call read it (read_record): s, o, d, t, p
+local cards = {}          -- ZCARD of h and q as this call knows them (card, zadd, zrem)
+local g_fields = nil      -- g's "permits" and "x" as this call knows them (g_field, g_set)
 
 -- Values read back from the keys are checked, not trusted: a key written by
 -- anything else (an operator, a bug, a restore) must never turn into a
@@ -109,10 +111,51 @@ local function signal(member, fence)
   end
 end
 
+-- The number of entries in a sorted set: read once per call, then kept
+-- by zadd and zrem, through which this call makes every change to them.
+local function card(key)
+  local n = cards[key]
+  if not n then
+    n = redis.call('ZCARD', key)
+    cards[key] = n
+  end
+  return n
+end
+
+-- ZADD of one member; returns 1 if it was new, 0 if its score changed.
+local function zadd(key, score, member)
+  local n = redis.call('ZADD', key, score, member)
+  if cards[key] then cards[key] = cards[key] + n end
+  return n
+end
+
+-- ZREM of one or more members; returns how many were there.
+local function zrem(key, ...)
+  local n = redis.call('ZREM', key, ...)
+  if cards[key] then cards[key] = cards[key] - n end
+  return n
+end
+
+-- g's field "permits" or "x" (false if absent): both are read at the first
+-- need, then kept by g_set and cleanup, through which this call writes them.
+local function g_field(name)
+  if not g_fields then
+    local v = redis.call('HMGET', G, 'permits', 'x')
+    g_fields = {permits = v[1], x = v[2]}
+  end
+  return g_fields[name]
+end
+
+-- HSET g name value (and any further field, value pairs, passed through).
+local function g_set(name, value, ...)
+  redis.call('HSET', G, name, value, ...)
+  if g_fields then g_fields[name] = value end
+end
+
 -- Remove holders (one or more members) from h, with their records in g:
 -- always exactly ZREM h, then HDEL g.
 local function drop_holder(...)
-  redis.call('ZREM', H, ...)
+  zrem(H, ...)
   redis.call('HDEL', G, ...)
 end
 
@@ -120,8 +163,8 @@ end
 -- ZREM q, then ZREM w. (cancel and evict inline their removal instead: they
 -- touch the second key only when the first one held the member.)
 local function drop_waiter(...)
-  redis.call('ZREM', Q, ...)
-  redis.call('ZREM', W, ...)
+  zrem(Q, ...)
+  zrem(W, ...)
 end
 
 -- Members of a deadline set that are expired (deadline <= now); with
@@ -159,7 +202,7 @@ end
 -- the caller's own (clients agree on it; a stored value raised behind their
 -- backs must not over-grant), and the caller's when nothing valid is stored.
 local function stored_permits(caller)
-  local p = valid_permits(redis.call('HGET', G, 'permits'))
+  local p = valid_permits(g_field('permits'))
   if p then return math.min(p, caller) end
   return caller
 end
@@ -168,9 +211,9 @@ end
 -- A handed-off grant lasts until the grantee's liveness deadline; its next
 -- heartbeat (or acquire) turns it into a full lease.
 local function fill(now, permits)
-  local held = redis.call('ZCARD', H)
+  local held = card(H)
   local skipped = 0
-  while held < permits and skipped < SKIP_LIMIT do
+  while held < permits and skipped < SKIP_LIMIT and card(Q) > 0 do
     local head = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
     if #head == 0 then break end
     local member, ticket = head[1], tonumber(head[2])
@@ -180,7 +223,7 @@ local function fill(now, permits)
     -- like an expired one (its owner learns it is gone and queues again).
     if live_deadline(deadline, now) and valid_fence(ticket) then
       if held == 0 then fresh[H] = true end
-      redis.call('ZADD', H, deadline, member)
+      zadd(H, deadline, member)
       redis.call('HSET', G, member, string.format('%d:%d', ticket, now))
       held = held + 1
       signal(member, ticket)
@@ -293,10 +336,10 @@ local function inflate(now)
   if not member then return end
   fresh[H] = true
   moved_deadline = deadline
-  redis.call('ZADD', H, deadline, member)
+  zadd(H, deadline, member)
   local record = string.format('%d:%d', fence, since)
   if permits then
-    redis.call('HSET', G, 'permits', permits, member, record)
+    g_set('permits', permits, member, record)
   else
     redis.call('HSET', G, member, record)
   end
@@ -311,15 +354,16 @@ end
 -- comes within a second of it; a key this call created (`fresh`, declared
 -- at the top) gets the x that stands.
 local function cleanup(now, horizon)
-  if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
+  if card(H) == 0 and card(Q) == 0 then
     redis.call('DEL', G, W)
+    g_fields = {}
     return
   end
   local created = next(fresh) ~= nil
   if moved_deadline then horizon = math.max(horizon or 0, moved_deadline) end
   if not horizon and not created then return end
   local b = horizon or now
-  local x = tonumber(redis.call('HGET', G, 'x'))
+  local x = tonumber(g_field('x'))
   local keys = {Q, W, H, G}
   if x and x == x and b + 1000 <= x and x <= now + MAX_MS then
     if not created then return end
@@ -329,7 +373,7 @@ local function cleanup(now, horizon)
     end
   else
     x = math.min(b + 6000, now + MAX_MS)
-    redis.call('HSET', G, 'x', string.format('%d', x))
+    g_set('x', string.format('%d', x))
   end
   x = string.format('%d', x)
   for _, key in ipairs(keys) do redis.call('PEXPIREAT', key, x) end

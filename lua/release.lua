@@ -26,7 +26,7 @@ if holder_fence(member, now) then  -- a grant past its deadline is not released,
   drop_holder(member)
   released = 1
   -- Fast path: nobody else holds or waits.
-  if redis.call('ZCARD', H) == 0 and redis.call('ZCARD', Q) == 0 then
+  if card(H) == 0 and card(Q) == 0 then
     redis.call('DEL', G, W)
     return 1
   end
