@@ -66,6 +66,10 @@ bool play(const std::string& url, const char* title, int customers, int prizes, 
   {
     fairlock::Options opts;
     opts.url = url;
+    // One process keeps 10,000 waiters alive: each heartbeat round renews
+    // every one of them (about 30,000 Redis commands). On a loaded host a
+    // round can take seconds, so liveness gets room for a slow round or two.
+    opts.liveness_ttl = std::chrono::seconds(20);
     fairlock::Client client(opts);
     std::vector<std::unique_ptr<fairlock::FairLock>> wheel;  // one claim per customer
     wheel.reserve(customers);

@@ -129,6 +129,7 @@ void Session::loop() {
       next = std::min(next, steady_clock::now() + heartbeat_period());
       continue;
     }
+    const auto started = steady_clock::now();
     lk.unlock();
     try {
       beat();
@@ -136,7 +137,10 @@ void Session::loop() {
       log_.warn("fairlock: heartbeat failed: {}", e.what());
     }
     lk.lock();
-    next = steady_clock::now() + heartbeat_period();
+    // A period from the round's start, not its end: a round that takes long
+    // (thousands of waiters, a loaded server) must not stretch the time
+    // between two renewals of one entry towards its liveness.
+    next = started + heartbeat_period();
   }
 }
 
@@ -153,17 +157,30 @@ void Session::beat() {
 }
 
 void Session::beat_server(Server& server, std::map<std::string, Group>& groups) {
-  std::vector<BeatName> names;
+  struct Chunk {  // the claims of one heartbeat call: group.items[begin, begin + calls[i].entries.size())
+    const std::string* name;
+    Group* group;
+    std::size_t begin;
+  };
+  std::vector<BeatName> calls;
+  std::vector<Chunk> chunks;
   for (auto& [name, group] : groups) {
     const SessionMember& first = *group.items.front().first;
-    BeatName n{&first.keys(), first.permits(), {}};
-    for (auto& [m, item] : group.items) n.entries.push_back(BeatEntry{item.member, item.lease});
-    names.push_back(std::move(n));
+    for (std::size_t begin = 0; begin < group.items.size(); begin += kBeatCallSize) {
+      const std::size_t end = std::min(group.items.size(), begin + kBeatCallSize);
+      BeatName call{&first.keys(), first.permits(), {}};
+      for (std::size_t j = begin; j < end; ++j) {
+        const SessionMember::Beat& item = group.items[j].second;
+        call.entries.push_back(BeatEntry{item.member, item.lease});
+      }
+      calls.push_back(std::move(call));
+      chunks.push_back(Chunk{&name, &group, begin});
+    }
   }
   const auto sent_at = steady_clock::now();
   std::vector<BeatReply> replies;
   try {
-    replies = heartbeat(server, liveness_, names);  // one round trip for every name here
+    replies = heartbeat(server, liveness_, calls);  // one round trip for every name here
   } catch (const std::exception& e) {
     log_.warn("fairlock: heartbeat failed: {}", e.what());
     for (auto& [name, group] : groups) {
@@ -172,12 +189,12 @@ void Session::beat_server(Server& server, std::map<std::string, Group>& groups) 
     return;
   }
   counters_.add(&Stats::heartbeats);
-  std::size_t i = 0;
-  for (auto& [name, group] : groups) {
-    const BeatReply& reply = replies[i++];
-    if (!reply.error.empty()) log_.warn("fairlock: heartbeat of {} failed: {}", name, reply.error);
-    for (std::size_t j = 0; j < group.items.size(); ++j) {
-      auto& [m, item] = group.items[j];
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const BeatReply& reply = replies[i];
+    const Chunk& chunk = chunks[i];
+    if (!reply.error.empty()) log_.warn("fairlock: heartbeat of {} failed: {}", *chunk.name, reply.error);
+    for (std::size_t j = 0; j < calls[i].entries.size(); ++j) {
+      auto& [m, item] = chunk.group->items[chunk.begin + j];
       if (reply.error.empty()) {
         m->on_beat(item, reply.results[j], sent_at);
       } else {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,46 @@ std::vector<std::unique_ptr<FairLock>> queue_waiters(Client& client, const std::
     });
   }
   return locks;
+}
+
+// A name with more waiters in one process than one heartbeat call carries
+// is beaten in several calls of one round trip (a single call for 10,000
+// waiters took over command_timeout under load, and the queue lost waiters
+// and its order). Every waiter is renewed, keeps its ticket, and is served
+// in call order.
+TEST(AsyncHeartbeat, ANameWithManyWaitersIsBeatenInCallsOfAtMost256) {
+  RedisServer own;
+  Client holders(opts_for(own)), waiters(opts_for(own));
+  const std::string name = unique_name("hb-many");
+  LockOptions long_lease;
+  long_lease.lease = std::chrono::minutes(2);  // no waiter polls its expiry while we count
+  FairLock holder(holders, name, long_lease);
+  holder.lock();
+  constexpr int kWaiters = 600;  // 3 calls of at most 256 (detail::Session::kBeatCallSize)
+  Outcomes out;
+  auto locks = queue_waiters(waiters, name, kWaiters, out);
+  ASSERT_TRUE(eventually([&] { return zcard(own, name, "q") == kWaiters; }));
+  const std::string tickets = own.cmd({"ZRANGE", key(name, "q"), "0", "-1", "WITHSCORES"});
+
+  const Stats w0 = waiters.stats(), h0 = holders.stats();
+  const long long c0 = evalsha_calls(own);
+  ASSERT_TRUE(eventually([&] { return waiters.stats().heartbeats >= w0.heartbeats + 4; }, std::chrono::seconds(60)));
+  const long long calls = evalsha_calls(own) - c0;
+  const auto w_rounds = static_cast<long long>(waiters.stats().heartbeats - w0.heartbeats);
+  const auto h_rounds = static_cast<long long>(holders.stats().heartbeats - h0.heartbeats);
+  // 3 calls per round of the waiters' client, 1 per round of the holder's;
+  // a round in flight at either end may count on one side only. One call
+  // per name would be 2 calls per waiters' round fewer; one per waiter, 600.
+  EXPECT_LE(std::llabs(calls - (3 * w_rounds + h_rounds)), 4)
+      << calls << " calls for " << w_rounds << " + " << h_rounds << " rounds";
+  EXPECT_EQ(waiters.stats().lost, 0u);
+  EXPECT_EQ(own.cmd({"ZRANGE", key(name, "q"), "0", "-1", "WITHSCORES"}), tickets);  // nobody queued again
+
+  holder.unlock();
+  ASSERT_TRUE(out.wait_total(kWaiters));
+  std::lock_guard<std::mutex> lk(out.mu);
+  ASSERT_EQ(out.granted.size(), static_cast<std::size_t>(kWaiters));
+  for (int i = 0; i < kWaiters; ++i) EXPECT_EQ(out.granted[i], i);
 }
 
 class AsyncModes : public ::testing::TestWithParam<Notify> {};

@@ -448,13 +448,6 @@ TEST(Transport, OnlyTheGranteeIsWoken) {
 namespace fairlock::test {
 namespace {
 
-long long evalsha_calls(const RedisServer& s) {
-  std::string info = s.cmd({"INFO", "commandstats"});
-  auto at = info.find("cmdstat_evalsha:calls=");
-  if (at == std::string::npos) return 0;
-  return std::stoll(info.substr(at + 22));
-}
-
 TEST(Heartbeat, OneBatchedCallPerNamePerRoundWhateverTheWaiters) {
   RedisServer own;
   Client holders(opts_for(own)), waiters(opts_for(own));

@@ -44,6 +44,14 @@ inline long long zcard(const RedisServer& s, const std::string& name, const char
   return std::stoll(s.cmd({"ZCARD", key(name, which)}));
 }
 
+// How many EVALSHA calls the server has run (INFO commandstats).
+inline long long evalsha_calls(const RedisServer& s) {
+  std::string info = s.cmd({"INFO", "commandstats"});
+  auto at = info.find("cmdstat_evalsha:calls=");
+  if (at == std::string::npos) return 0;
+  return std::stoll(info.substr(at + 22));
+}
+
 // The keys of one name that exist now, sorted, newline-joined.
 inline std::string keys_of(const RedisServer& s, const std::string& name, const std::string& prefix = "fairlock") {
   std::string all = s.cmd({"KEYS", prefix + ":{" + name + "}:*"});
