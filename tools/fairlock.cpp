@@ -16,10 +16,12 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -303,8 +305,29 @@ void need_positional(const Args& a, std::size_t n, const char* what) {
 
 // Signals are blocked in every thread; this one takes them with sigwait.
 std::atomic<int> g_signal{0};
-std::atomic<pid_t> g_child{0};
 std::atomic<bool> g_waiting{true};
+std::mutex g_child_mu;  // g_child and g_unforwarded change together
+pid_t g_child = 0;
+int g_unforwarded = 0;  // a signal taken between the turn and the fork: forwarded once the child exists
+
+// The command runs as `pid` (0: it ended); a signal taken while it was
+// being started is forwarded to it now.
+void set_child(pid_t pid) {
+  std::lock_guard<std::mutex> lk(g_child_mu);
+  g_child = pid;
+  if (pid > 0 && g_unforwarded != 0) ::kill(pid, std::exchange(g_unforwarded, 0));
+}
+
+// Forwards `sig` to the running command; returns false if none runs.
+bool forward_to_child(int sig) {
+  std::lock_guard<std::mutex> lk(g_child_mu);
+  if (g_child > 0) {
+    ::kill(g_child, sig);
+    return true;
+  }
+  if (!g_waiting.load()) g_unforwarded = sig;  // it is being started
+  return false;
+}
 
 int cmd_run(const Args& a) {
   if (a.positional.size() != 1 || a.exec.empty())
@@ -330,8 +353,7 @@ int cmd_run(const Args& a) {
     lost = true;
     std::fprintf(stderr, "fairlock: the lock was lost while the command ran%s\n",
                  kill_on_loss ? "; terminating the command" : "");
-    pid_t c = g_child.load();
-    if (kill_on_loss && c > 0) ::kill(c, SIGTERM);
+    if (kill_on_loss) forward_to_child(SIGTERM);
   };
   fairlock::Client client(client_options(a, fairlock::Notify::publish));
   fairlock::FairSemaphore lock(client, name, permits, lo);
@@ -341,12 +363,7 @@ int cmd_run(const Args& a) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
       g_signal = sig;
-      pid_t c = g_child.load();
-      if (c > 0) {
-        ::kill(c, sig);  // running: forward
-      } else if (g_waiting.load()) {
-        lock.cancel();  // waiting: leave the queue
-      }
+      if (!forward_to_child(sig) && g_waiting.load()) lock.cancel();  // waiting: leave the queue
     }
   });
   signals.detach();
@@ -382,11 +399,11 @@ int cmd_run(const Args& a) {
     std::fprintf(stderr, "fairlock: cannot run %s: %s\n", argv[0], std::strerror(err));
     ::_exit(err == ENOENT ? 127 : 126);
   }
-  g_child = pid;
+  set_child(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  g_child = 0;
+  set_child(0);
   int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   const fairlock::Released released = lock.release();
   if (released == fairlock::Released::failed) {
