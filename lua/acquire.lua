@@ -41,9 +41,11 @@ if owner == member and not has_queue() then  -- a retry of a grant held: same fe
   return {1, fence}
 end
 local owner_permits = owner and valid_permits(R.p)
-if owner_permits and owner_permits ~= permits then return fail('PERMITS', R.p) end
+-- (A holder beside the queue is forged: inflate drops it, and the stored
+-- permits are checked below instead.)
+if owner_permits and owner_permits ~= permits and not has_queue() then return fail('PERMITS', R.p) end
 if owner and mode == 't' and permits == 1 then return {-1} end  -- held: no free permit
-if not owner and redis.call('EXISTS', Q, H, G) == 0 then  -- idle: grant inline
+if not owner and not has_queue() then  -- idle: grant inline
   local t = ticket_after(now)
   redis.call('HSET', SEQ, 'v', VERSION, 's', string.format('%d', t), 'o', member,
              'd', string.format('%d', now + lease), 't', string.format('%d', now), 'p', permits)

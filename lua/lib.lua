@@ -215,7 +215,7 @@ local function fill(now, permits)
   local skipped = 0
   while held < permits and skipped < SKIP_LIMIT and card(Q) > 0 do
     local head = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-    if #head == 0 then break end
+    if #head == 0 then break end  -- only if card(Q) were wrong: a guard, not a case
     local member, ticket = head[1], tonumber(head[2])
     local deadline = tonumber(redis.call('ZSCORE', W, member))
     drop_waiter(member)

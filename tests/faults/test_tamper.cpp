@@ -449,6 +449,8 @@ TEST_F(TamperScripts, AnInlineHolderBesideTheQueueIsNeverConfirmed) {
   s.cmd({"HSET", k(name, "seq"), "o", w1.member(), "d", far});
   EXPECT_EQ(heartbeat({w1.member()})[0], "1") << "a forged inline holder was confirmed by a heartbeat";
   EXPECT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "0") << "a forged inline holder was confirmed by a retry";
+  s.cmd({"HSET", k(name, "seq"), "o", w2.member(), "d", far, "p", "3"});  // another permit count
+  EXPECT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "0") << "a forged inline holder's permits were checked";
   s.cmd({"HSET", k(name, "seq"), "o", w2.member(), "d", far});
   EXPECT_EQ(holder.release(), "1");
   EXPECT_EQ(s.cmd({"ZSCORE", k(name, "h"), w2.member()}), "(nil)") << "the forged holder was moved into h";
