@@ -404,10 +404,8 @@ long long server_ms(const redisReply& time) {
 std::size_t live_inline_holder(const redisReply& deadline, long long now_ms) {
   if (reply_error(deadline).rfind("WRONGTYPE", 0) == 0 || is_nil(deadline)) return 0;
   if (is_error(deadline)) throw_reply_error(deadline, "list");
-  const std::string text(reply_string(deadline));
-  char* end = nullptr;
-  const long long d = std::strtoll(text.c_str(), &end, 10);
-  return !text.empty() && *end == '\0' && d > now_ms ? 1 : 0;
+  const std::optional<long long> d = reply_integer_if(deadline);  // garbage: no live holder
+  return d && *d > now_ms ? 1 : 0;
 }
 
 // Holders and waiters of each name: h and q's sizes, plus a live holder kept

@@ -61,7 +61,7 @@ std::string_view reply_string(const redisReply& r) {
   return std::string_view(r.str, r.len);
 }
 
-long long reply_integer(const redisReply& r) {
+std::optional<long long> reply_integer_if(const redisReply& r) {
   if (r.type == REDIS_REPLY_INTEGER) return r.integer;
   if (r.type == REDIS_REPLY_STRING) {
     char* end = nullptr;
@@ -69,6 +69,11 @@ long long reply_integer(const redisReply& r) {
     long long v = std::strtoll(s.c_str(), &end, 10);
     if (end && *end == '\0' && !s.empty()) return v;
   }
+  return std::nullopt;
+}
+
+long long reply_integer(const redisReply& r) {
+  if (auto v = reply_integer_if(r)) return *v;
   unexpected(r, "integer");
 }
 

@@ -4,6 +4,7 @@
 // sees a hiredis type.
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 struct redisReply;
@@ -25,6 +26,8 @@ bool is_nil(const redisReply& r);
 std::string_view reply_error(const redisReply& r);
 std::string_view reply_string(const redisReply& r);
 long long reply_integer(const redisReply& r);
+// An integer, or a string that is one in full; nullopt for anything else.
+std::optional<long long> reply_integer_if(const redisReply& r);
 std::size_t reply_size(const redisReply& r);
 const redisReply& reply_at(const redisReply& r, std::size_t i);
 
