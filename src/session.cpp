@@ -137,11 +137,24 @@ void Session::loop() {
       log_.warn("fairlock: heartbeat failed: {}", e.what());
     }
     lk.lock();
-    // A period from the round's start, not its end: a round that takes long
-    // (thousands of waiters, a loaded server) must not stretch the time
-    // between two renewals of one entry towards its liveness.
-    next = started + heartbeat_period();
+    next = next_round(started, steady_clock::now());
   }
+}
+
+steady_clock::time_point Session::next_round(steady_clock::time_point started, steady_clock::time_point ended) {
+  const milliseconds period = heartbeat_period();
+  if (ended - started > period) {
+    log_.warn(
+        "fairlock: a heartbeat round took {} ms, longer than its period of {} ms: "
+        "the server is slow or this process has many waiters (raise liveness_ttl)",
+        std::chrono::duration_cast<milliseconds>(ended - started).count(), period.count());
+  }
+  return next_heartbeat_round(started, ended, period);
+}
+
+steady_clock::time_point next_heartbeat_round(steady_clock::time_point started, steady_clock::time_point ended,
+                                              milliseconds period) {
+  return std::max(started + period, ended + period / 4);
 }
 
 void Session::beat() {

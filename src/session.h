@@ -30,6 +30,14 @@ class Router;
 class Server;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
+// When the heartbeat round after one that ran from `started` to `ended`
+// starts: a period from its start, not its end (a round that takes long, for
+// thousands of waiters or a loaded server, must not stretch the time between
+// two renewals of one entry towards its liveness); but at least a quarter
+// period after its end (after a round that overran its period, heartbeating
+// without a break would load an already slow server more).
+SteadyTime next_heartbeat_round(SteadyTime started, SteadyTime ended, std::chrono::milliseconds period);
+
 // What the session asks of a registered claim (see Participant).
 class SessionMember {
  public:
@@ -94,6 +102,7 @@ class Session final : public WakeSink {
   std::vector<std::shared_ptr<SessionMember>> members();
   void erase(std::map<std::string, Entry>::iterator it);
   void loop();
+  SteadyTime next_round(SteadyTime started, SteadyTime ended);  // logs an overrun
   void beat();
   void beat_server(Server& server, std::map<std::string, Group>& groups);
   void release_held();

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -11,9 +13,11 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <vector>
 
+#include "session.h"
 #include "test_util.h"
 
 namespace fairlock::test {
@@ -119,6 +123,44 @@ TEST(AsyncHeartbeat, ANameWithManyWaitersIsBeatenInCallsOfAtMost256) {
   std::lock_guard<std::mutex> lk(out.mu);
   ASSERT_EQ(out.granted.size(), static_cast<std::size_t>(kWaiters));
   for (int i = 0; i < kWaiters; ++i) EXPECT_EQ(out.granted[i], i);
+}
+
+// The next round starts a period after this one's start, but at least a
+// quarter period after its end: a long round is not followed at once by the
+// next (that would heartbeat a slow server without a break).
+TEST(AsyncHeartbeat, ALongRoundIsFollowedByAPauseNotAtOnceByTheNext) {
+  const Clock::time_point t0{};
+  const std::chrono::milliseconds period(300);
+  EXPECT_EQ(detail::next_heartbeat_round(t0, t0 + 40ms, period), t0 + 300ms);
+  EXPECT_EQ(detail::next_heartbeat_round(t0, t0 + 290ms, period), t0 + 365ms);
+  EXPECT_EQ(detail::next_heartbeat_round(t0, t0 + 1000ms, period), t0 + 1075ms);
+}
+
+// A round that took longer than its period (the server frozen under it) is
+// reported: the user learns that liveness is at risk before entries expire.
+TEST(AsyncHeartbeat, ARoundLongerThanItsPeriodIsLogged) {
+  RedisServer own;
+  auto sink = std::make_shared<std::ostringstream>();  // read once the client is gone
+  Options o = opts_for(own);                           // liveness 900 ms: a round every 300 ms
+  o.logger = std::make_shared<spdlog::logger>("overrun", std::make_shared<spdlog::sinks::ostream_sink_mt>(*sink));
+  {
+    Client client(o);
+    LockOptions long_lease;
+    long_lease.lease = std::chrono::minutes(1);  // the pause loses nothing
+    FairLock holder(client, unique_name("hb-overrun"), long_lease);
+    holder.lock();
+    // Frozen for 1 s (under command_timeout, 2 s): a round starts within
+    // 300 ms of the freeze, or one was in flight, and it waits for the server.
+    own.pause();
+    std::this_thread::sleep_for(1s);
+    own.resume();
+    // Two rounds more: the second starts after the long one was judged.
+    const auto h0 = client.stats().heartbeats;
+    ASSERT_TRUE(eventually([&] { return client.stats().heartbeats >= h0 + 2; }));
+    EXPECT_TRUE(holder.owns_lock());
+    holder.unlock();
+  }
+  EXPECT_NE(sink->str().find("longer than its period of 300 ms"), std::string::npos) << sink->str();
 }
 
 class AsyncModes : public ::testing::TestWithParam<Notify> {};
