@@ -72,7 +72,8 @@ Durations D: a number with ms, s, m or h (a bare number means seconds).
 Exit status:
   run: the command's status (128+N if it died of signal N); 75 if --wait ran
   out; 76 if the grant was lost while the command ran (reported on stderr;
-  the command is killed only with --kill-on-loss); 126/127 if the command
+  the command is killed only with --kill-on-loss, which also stops it before
+  it runs if the grant is lost while it starts); 126/127 if the command
   cannot be run; 128+N if signal N interrupted the wait.
   all: 64 bad usage, 69 Redis unreachable, 70 other errors, 78 a TLS setup
   that cannot work (certificate not verified, refused, bad file); evict: 1
