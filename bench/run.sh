@@ -9,7 +9,8 @@
 #                           the build directory, never over bench/results
 #
 # Options: --build-dir DIR   build there (default: build-bench/ at the repository root)
-#          --only ABCDEFGHT  run only these scenarios (no chart)
+#          --only ABCDEFGHT  run only these scenarios (no chart; results under
+#                            the build directory, never over bench/results)
 #          --no-build        use the binaries already in the build directory
 #
 # Exits non-zero only if the benchmark itself is broken (build failure, a
@@ -82,7 +83,10 @@ BIN="$BUILD_DIR/bench/fairlock_bench"
 MICRO="$BUILD_DIR/bench/fairlock_microbench"
 [ -x "$BIN" ] || { say "bench/run.sh: $BIN was not built"; exit 1; }
 
-if [ "$MODE" = full ]; then OUT="$ROOT/bench/results"; else OUT="$BUILD_DIR/bench-smoke"; fi
+# Only a full run of every scenario replaces bench/results (README's tables).
+if [ "$MODE" = smoke ]; then OUT="$BUILD_DIR/bench-smoke"
+elif [ -n "$ONLY" ]; then OUT="$BUILD_DIR/bench-only"
+else OUT="$ROOT/bench/results"; fi
 mkdir -p "$OUT"
 
 # ---------------------------------------------------------------- redis-server

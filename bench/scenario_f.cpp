@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <memory>
 #include <thread>
 
 #include "harness.h"
 #include "scenarios.h"
+#include "session.h"
 #include "systems.h"
 
 namespace fbench {
@@ -106,10 +108,14 @@ Interval measure_intervals(Env& e, const Waiters& w, int liveness_ms, int interv
   return x;
 }
 
-// The heartbeat pipelines one EVALSHA per name into one round trip; every
-// other top-level command is a round trip of its own.
-double round_trips(const Interval& x, int nnames) {
-  const double hb_calls = x.iv * nnames;
+// The heartbeat pipelines its EVALSHAs into one round trip: one per name,
+// or one per kBeatCallSize waiters of a name with more. Every other
+// top-level command is a round trip of its own.
+double round_trips(const Interval& x, int nwaiters, int nnames) {
+  const auto per_name = static_cast<std::size_t>(nwaiters / nnames);
+  const std::size_t calls_per_name =
+      (per_name + fairlock::detail::Session::kBeatCallSize - 1) / fairlock::detail::Session::kBeatCallSize;
+  const double hb_calls = x.iv * nnames * static_cast<double>(calls_per_name);
   const double other =
       static_cast<double>(x.d.top_level - x.d.evalsha) + std::max(0.0, static_cast<double>(x.d.evalsha) - hb_calls);
   return x.iv > 0 ? (x.iv + other) / x.iv : NAN;
@@ -123,7 +129,7 @@ struct F {
 };
 
 void report_config(Env& e, F& f, int N, int nnames, const Interval& x) {
-  const double rt_iv = round_trips(x, nnames);
+  const double rt_iv = round_trips(x, N, nnames);
   const double iv = x.iv;
   const ServerDelta& d = x.d;
   f.worst_rt = std::max(f.worst_rt, rt_iv);
