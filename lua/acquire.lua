@@ -42,9 +42,9 @@ if owner == member and not has_queue() then  -- a retry of a grant held: same fe
 end
 local owner_permits = owner and valid_permits(R.p)
 -- (A holder beside the queue is forged: inflate drops it, and the stored
--- permits are checked below instead.)
+-- permits and the caller's state are read below instead.)
 if owner_permits and owner_permits ~= permits and not has_queue() then return fail('PERMITS', R.p) end
-if owner and mode == 't' and permits == 1 then return {-1} end  -- held: no free permit
+if owner and mode == 't' and permits == 1 and not has_queue() then return {-1} end  -- held: no free permit
 if not owner and not has_queue() then  -- idle: grant inline
   local t = ticket_after(now)
   redis.call('HSET', SEQ, 'v', VERSION, 's', string.format('%d', t), 'o', member,

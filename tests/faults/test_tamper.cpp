@@ -452,6 +452,10 @@ TEST_F(TamperScripts, AnInlineHolderBesideTheQueueIsNeverConfirmed) {
   s.cmd({"HSET", k(name, "seq"), "o", w2.member(), "d", far, "p", "3"});  // another permit count
   EXPECT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "0") << "a forged inline holder's permits were checked";
   s.cmd({"HSET", k(name, "seq"), "o", w2.member(), "d", far});
+  EXPECT_EQ(split(w1.acquire(60000, 60000, 1, "t"), '\n')[0], "0") << "try: a forged inline holder was taken as busy";
+  s.cmd({"HSET", k(name, "seq"), "o", w1.member(), "d", far});
+  EXPECT_EQ(split(w1.acquire(60000, 60000, 1, "t"), '\n')[0], "0") << "try: the caller forged as inline holder";
+  s.cmd({"HSET", k(name, "seq"), "o", w2.member(), "d", far});
   EXPECT_EQ(holder.release(), "1");
   EXPECT_EQ(s.cmd({"ZSCORE", k(name, "h"), w2.member()}), "(nil)") << "the forged holder was moved into h";
   EXPECT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "1") << "the head of the queue was not granted";
