@@ -136,25 +136,29 @@ void Session::loop() {
     } catch (const std::exception& e) {  // a heartbeat must never end the process
       log_.warn("fairlock: heartbeat failed: {}", e.what());
     }
+    const auto next_at = next_round(started, steady_clock::now());  // it may log: not under hb_mu_
     lk.lock();
-    next = next_round(started, steady_clock::now());
+    next = next_at;
   }
 }
 
 steady_clock::time_point Session::next_round(steady_clock::time_point started, steady_clock::time_point ended) {
   const milliseconds period = heartbeat_period();
-  if (ended - started > period) {
+  if (ended - started > period && (!last_overrun_warning_ || ended - *last_overrun_warning_ >= kOverrunWarningEvery)) {
+    last_overrun_warning_ = ended;
     log_.warn(
-        "fairlock: a heartbeat round took {} ms, longer than its period of {} ms: "
-        "the server is slow or this process has many waiters (raise liveness_ttl)",
-        std::chrono::duration_cast<milliseconds>(ended - started).count(), period.count());
+        "fairlock: a heartbeat round took {} ms, longer than its period of {} ms (a third of "
+        "liveness_ttl or of the shortest lease): the server is slow, this process has many "
+        "claims, or an on_lost/on_position callback ran long (at most one such warning per {} s)",
+        std::chrono::duration_cast<milliseconds>(ended - started).count(), period.count(),
+        std::chrono::duration_cast<std::chrono::seconds>(kOverrunWarningEvery).count());
   }
   return next_heartbeat_round(started, ended, period);
 }
 
 steady_clock::time_point next_heartbeat_round(steady_clock::time_point started, steady_clock::time_point ended,
                                               milliseconds period) {
-  return std::max(started + period, ended + period / 4);
+  return std::max(started + period, std::min(ended + period / 4, started + 2 * period));
 }
 
 void Session::beat() {

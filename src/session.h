@@ -33,9 +33,10 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 // When the heartbeat round after one that ran from `started` to `ended`
 // starts: a period from its start, not its end (a round that takes long, for
 // thousands of waiters or a loaded server, must not stretch the time between
-// two renewals of one entry towards its liveness); but at least a quarter
-// period after its end (after a round that overran its period, heartbeating
-// without a break would load an already slow server more).
+// two renewals of one entry towards its liveness); and a quarter period
+// after its end (heartbeating without a break would load an already slow
+// server more), unless that is more than two periods after its start: a
+// pause never takes the last period of a liveness of three.
 SteadyTime next_heartbeat_round(SteadyTime started, SteadyTime ended, std::chrono::milliseconds period);
 
 // What the session asks of a registered claim (see Participant).
@@ -120,6 +121,10 @@ class Session final : public WakeSink {
   std::condition_variable hb_cv_;
   bool stopping_ = false;
   bool poke_ = false;
+  // Overrunning rounds are logged at most once per kOverrunWarningEvery
+  // (touched by the heartbeat thread only).
+  static constexpr std::chrono::seconds kOverrunWarningEvery{30};
+  std::optional<SteadyTime> last_overrun_warning_;
   std::thread thread_;
   std::thread::id thread_id_;  // set once by start(): compared without join_mu_
   std::mutex join_mu_;
