@@ -121,7 +121,7 @@ run_tsan() {
   # and the thread / multi-process tests of the main suite.
   timed "tsan: fault and soak suites" ctest_in "$TSAN_BUILD_DIR" "$logs" faults --timeout 1800 -j "$JOBS" -L concurrency
   timed "tsan: main suite threads" ctest_in "$TSAN_BUILD_DIR" "$logs" main --timeout 1800 -j "$JOBS" \
-    -R '^(Lock|Process|Transport|Heartbeat|Position|Inspect|Async|Modes/AsyncModes)\.'
+    -R '^(Lock|Process|Transport|Heartbeat|Position|Inspect|Async|AsyncHeartbeat|Modes/AsyncModes)\.'
   timed "tsan: reports" no_reports "$logs" "tsan"
   unset TSAN_OPTIONS
 }

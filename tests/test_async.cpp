@@ -112,9 +112,11 @@ TEST(AsyncHeartbeat, ANameWithManyWaitersIsBeatenInCallsOfAtMost256) {
   const auto w_rounds = static_cast<long long>(waiters.stats().heartbeats - w0.heartbeats);
   const auto h_rounds = static_cast<long long>(holders.stats().heartbeats - h0.heartbeats);
   // 3 calls per round of the waiters' client, 1 per round of the holder's;
-  // a round in flight at either end may count on one side only. One call
-  // per name would be 24 calls fewer; 2 per round, 12 fewer; one per waiter, 600.
-  EXPECT_LE(std::llabs(calls - (3 * w_rounds + h_rounds)), 4)
+  // a round in flight at either end may count on one side only (at most 3 +
+  // 1 at the start, and a holder's round between the last two reads). One
+  // call per name would be 24 calls fewer; 2 per round, 12 fewer; one per
+  // waiter, 600.
+  EXPECT_LE(std::llabs(calls - (3 * w_rounds + h_rounds)), 5)
       << calls << " calls for " << w_rounds << " + " << h_rounds << " rounds";
   EXPECT_EQ(waiters.stats().lost, 0u);
   EXPECT_EQ(own.cmd({"ZRANGE", key(name, "q"), "0", "-1", "WITHSCORES"}), tickets);  // nobody queued again

@@ -5,13 +5,12 @@
 // tokens are unguessable.
 #include <fairlock/fairlock.h>
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <bitset>
 #include <mutex>
 #include <set>
-#include <sstream>
 
 #include "fairlock_lua.h"
 #include "scenario.h"
@@ -51,28 +50,44 @@ bool is_permission_error(const std::string& e) {
          e.find("can't publish") != std::string::npos;
 }
 
+// A sink whose text is read under the lock its writes take: the heartbeat
+// thread may log while a test step reads.
+class TextSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  std::string text() {
+    std::lock_guard<std::mutex> lk(mutex_);
+    return text_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    text_.append(line.data(), line.size());
+  }
+  void flush_() override {}
+
+ private:
+  std::string text_;
+};
+
 class CapturedLog {
  public:
-  CapturedLog()
-      : logger_(std::make_shared<spdlog::logger>("security", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_))) {
+  CapturedLog() : sink_(std::make_shared<TextSink>()), logger_(std::make_shared<spdlog::logger>("security", sink_)) {
     logger_->set_level(spdlog::level::warn);
   }
   const std::shared_ptr<spdlog::logger>& logger() const { return logger_; }
-  std::string text() {
-    logger_->flush();
-    return out_.str();
-  }
+  std::string text() { return sink_->text(); }
   // Throws unless release() released the grant, with what the client logged.
   void released(FairSemaphore& l) {
     const Released r = l.release();
     if (r == Released::released) return;
-    logger_->flush();
     const char* kind = r == Released::lost ? "lost" : r == Released::not_held ? "not held" : "failed";
-    throw std::runtime_error(std::string("release: ") + kind + "; the client logged: " + out_.str());
+    throw std::runtime_error(std::string("release: ") + kind + "; the client logged: " + text());
   }
 
  private:
-  std::ostringstream out_;
+  std::shared_ptr<TextSink> sink_;
   std::shared_ptr<spdlog::logger> logger_;
 };
 
