@@ -72,9 +72,10 @@ Durations D: a number with ms, s, m or h (a bare number means seconds).
 Exit status:
   run: the command's status (128+N if it died of signal N); 75 if --wait ran
   out; 76 if the grant was lost while the command ran (reported on stderr;
-  the command is killed only with --kill-on-loss, which also stops it before
-  it runs if the grant is lost while it starts); 126/127 if the command
-  cannot be run; 128+N if signal N interrupted the wait.
+  the command is killed only with --kill-on-loss, which also does not start
+  it, or sends it SIGTERM as soon as it starts, if the grant is lost before);
+  126/127 if the command cannot be run; 128+N if signal N interrupted the
+  wait.
   all: 64 bad usage, 69 Redis unreachable, 70 other errors, 78 a TLS setup
   that cannot work (certificate not verified, refused, bad file); evict: 1
   if the token was not found.
@@ -383,6 +384,12 @@ int cmd_run(const Args& a) {
   if (int sig = g_signal.load()) {  // interrupted just as the turn came
     lock.unlock();
     return 128 + sig;
+  }
+  if (lost && kill_on_loss) {  // lost before the command started: do not start it
+    (void)lock.release();       // lost: nothing to release, but the claim is ended
+    std::fprintf(stderr, "fairlock: %s: the lock was lost before the command started; not started\n",
+                 printable(name).c_str());
+    return kLost;
   }
 
   std::string fence = std::to_string(lock.fence());
