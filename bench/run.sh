@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --build-dir) BUILD_DIR="$(mkdir -p "$2" && cd "$2" && pwd)"; shift ;;
     --only) ONLY="$2"; shift ;;
     --no-build) BUILD=0 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
