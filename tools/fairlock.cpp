@@ -386,7 +386,7 @@ int cmd_run(const Args& a) {
     return 128 + sig;
   }
   if (lost && kill_on_loss) {  // lost before the command started: do not start it
-    (void)lock.release();       // lost: nothing to release, but the claim is ended
+    (void)lock.release();      // lost: nothing to release, but the claim is ended
     std::fprintf(stderr, "fairlock: %s: the lock was lost before the command started; not started\n",
                  printable(name).c_str());
     return kLost;
