@@ -19,6 +19,8 @@
 --                                 queued (no barging); nothing stored
 -- Errors: "FLBADARG <text>", "FLPERMITS <stored permits>",
 --         "FLVERSION <version>: <text>"
+local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
+if bad_keys then return bad_keys end
 local member, err = member_arg(1)
 if not member then return err end
 local permits, lease, liveness

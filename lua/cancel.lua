@@ -9,6 +9,8 @@
 --                     was giving up); it keeps it until it releases it
 --          {0}        the member was neither waiting nor a live holder
 -- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
+local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
+if bad_keys then return bad_keys end
 local member, permits, err = member_and_permits()
 if not member then return err end
 

@@ -7,6 +7,8 @@
 -- Returns: 1 a holder was removed; 2 a waiter was removed; 0 not found
 --          (whatever the entry's deadline)
 -- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
+local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
+if bad_keys then return bad_keys end
 local member, permits, err = member_and_permits()
 if not member then return err end
 

@@ -16,6 +16,8 @@
 --                 an expired entry still there is removed, and so is a
 --                 w entry without its q entry
 -- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
+local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
+if bad_keys then return bad_keys end
 local permits, err = int_arg(1, 1, 1000000, 'permits')
 if not permits then return err end
 local liveness

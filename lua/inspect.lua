@@ -20,6 +20,8 @@
 --   to +-(2^31-1).
 --   waited_ms comes from the ticket's arrival stamp (see lib.lua).
 -- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
+local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
+if bad_keys then return bad_keys end
 local limit, err = int_arg(1, 0, 100000, 'limit')
 if not limit then return err end
 local now = now_ms()

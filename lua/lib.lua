@@ -26,10 +26,8 @@
 -- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
 -- the participant's 128-bit random token, both lower-case hex.
 
-if #KEYS ~= 5 then
-  return redis.error_reply('FLBADARG expected 5 keys (q w h g seq), got ' .. #KEYS)
-end
-local Q, W, H, G, SEQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local Q, W, H, G, SEQ     -- this call's keys (begin)
+local ARGS = {}          -- this call's ARGV (begin)
 local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
 local fresh = {}         -- the keys (q, w, h) this call created: they need their expiry (cleanup)
@@ -40,6 +38,20 @@ local VERSION = '2'       -- the protocol version this script set speaks (the re
 local R = {}              -- the record as this call read it (read_record): s, o, d, t, p
 local cards = {}          -- ZCARD of h and q as this call knows them (card, zadd, zrem)
 local g_fields = nil      -- g's "permits" and "x" as this call knows them (g_field, g_set)
+
+-- Starts a call: every operation script runs `begin(KEYS, ARGV)` first. It
+-- takes the keys and arguments and resets every per-call value above, so
+-- the same text also works as a function library (the values then outlive
+-- a call). Returns an error reply unless there are 5 keys.
+local function begin(keys, args)
+  if #keys ~= 5 then
+    return redis.error_reply('FLBADARG expected 5 keys (q w h g seq), got ' .. #keys)
+  end
+  Q, W, H, G, SEQ = keys[1], keys[2], keys[3], keys[4], keys[5]
+  ARGS = args
+  fresh, moved_deadline, R, cards, g_fields = {}, nil, {}, {}, nil
+  return nil
+end
 
 -- Values read back from the keys are checked, not trusted: a key written by
 -- anything else (an operator, a bug, a restore) must never turn into a
@@ -65,7 +77,7 @@ local function fail(code, detail)
 end
 
 local function int_arg(i, lo, hi, what)
-  local s = ARGV[i]
+  local s = ARGS[i]
   -- Digits only: tonumber alone would accept "1\0", "0x10", " 5" or "1e3".
   local v = s and string.len(s) <= 16 and string.find(s, '^%-?%d+$') and tonumber(s)
   if not v or v < lo or v > hi then
@@ -75,7 +87,7 @@ local function int_arg(i, lo, hi, what)
 end
 
 local function member_arg(i)
-  local m = ARGV[i]
+  local m = ARGS[i]
   if m == nil or string.len(m) < 4 or string.len(m) > 128
      or not string.find(m, '^[pkn][0-9a-f]+:[0-9a-f]+$') then
     return nil, fail('BADARG', 'member must look like <p|k|n><hex>:<hex>')

@@ -8,6 +8,8 @@
 --          already, expired, or evicted): nothing is released on its behalf
 --          (an expired entry still there is removed as expired).
 -- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
+local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
+if bad_keys then return bad_keys end
 local member, permits, err = member_and_permits()
 if not member then return err end
 
