@@ -1,9 +1,10 @@
 -- fairlock protocol, shared prelude.
 --
 -- The build prepends this file to every operation script (acquire, release,
--- cancel, heartbeat, inspect, evict), so each loaded script is
--- `lib.lua .. "\n" .. op.lua`.
--- A client in another language must load the same concatenation.
+-- cancel, heartbeat, inspect, evict), so each script loaded by SCRIPT LOAD is
+-- `lib.lua .. "\n" .. op.lua`; and it heads the function library, where
+-- each op.lua is the body of one function(KEYS, ARGV) (docs/PROTOCOL.md §4).
+-- A client in another language must load the same texts.
 --
 -- Keys of one name N under prefix P (every key shares the hash tag {N}):
 --   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)

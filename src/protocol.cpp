@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <set>
 #include <stdexcept>
-#include <thread>
 
 #include "fairlock/errors.h"
 #include "fairlock_lua.h"
@@ -16,7 +15,6 @@
 namespace fairlock::detail {
 
 using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 // ---------------------------------------------------------------- scripts
 
@@ -56,6 +54,10 @@ std::string_view script_name(Script s) {
 std::string_view script_source(Script s) { return embedded(s).source; }
 
 std::string_view script_sha(Script s) { return embedded(s).sha; }
+
+std::string_view script_function(Script s) { return embedded(s).function; }
+
+std::string_view library_source() { return lua::library_source; }
 
 // ---------------------------------------------------------------- formats
 
@@ -123,84 +125,6 @@ std::optional<WakeMessage> parse_wake_message(std::string_view payload) {
     return std::nullopt;  // not a fence: not from a fairlock script
   }
   return WakeMessage{std::string(payload.substr(0, space)), std::strtoull(std::string(digits).c_str(), nullptr, 10)};
-}
-
-// ---------------------------------------------------------------- running
-
-namespace {
-
-Argv evalsha_argv(const ScriptCall& call) {
-  Argv argv;
-  argv.reserve(8 + call.args.size());
-  argv.push_back("EVALSHA");
-  argv.push_back(script_sha(call.script));
-  argv.push_back("5");
-  argv.push_back(call.keys->q);
-  argv.push_back(call.keys->w);
-  argv.push_back(call.keys->h);
-  argv.push_back(call.keys->g);
-  argv.push_back(call.keys->seq);
-  for (const auto& a : call.args) argv.push_back(a);
-  return argv;
-}
-
-bool is_noscript(const redisReply& r) { return reply_error(r).rfind("NOSCRIPT", 0) == 0; }
-
-// SCRIPT LOAD of every script the calls use, then those calls, in one
-// pipeline: nothing of ours comes between a load and its call.
-std::vector<ReplyPtr> load_and_run(Connection& c, const std::vector<ScriptCall>& calls, const std::vector<Argv>& batch,
-                                   const std::vector<std::size_t>& which) {
-  std::vector<Argv> commands;
-  for (Script s : kAllScripts) {
-    for (std::size_t i : which) {
-      if (calls[i].script != s) continue;
-      commands.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
-      break;
-    }
-  }
-  const std::size_t loads = commands.size();
-  for (std::size_t i : which) commands.push_back(batch[i]);
-  std::vector<ReplyPtr> replies = c.pipeline(commands);
-  for (std::size_t i = 0; i < loads; ++i) {
-    if (is_error(*replies[i])) throw_reply_error(*replies[i], "SCRIPT LOAD");
-  }
-  replies.erase(replies.begin(), replies.begin() + static_cast<std::ptrdiff_t>(loads));
-  return replies;
-}
-
-std::vector<std::size_t> noscript_replies(const std::vector<ReplyPtr>& replies) {
-  std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    if (is_noscript(*replies[i])) out.push_back(i);
-  }
-  return out;
-}
-
-}  // namespace
-
-std::vector<ReplyPtr> run_scripts(Connection& c, const std::vector<ScriptCall>& calls, milliseconds budget,
-                                  const std::function<void()>& on_reload) {
-  std::vector<Argv> batch;
-  batch.reserve(calls.size());
-  for (const auto& call : calls) batch.push_back(evalsha_argv(call));
-  std::vector<ReplyPtr> replies = c.pipeline(batch);
-  const auto give_up_at = steady_clock::now() + budget;
-  milliseconds backoff(0);
-  // The server lost its script cache (restart, SCRIPT FLUSH, failover): load
-  // the scripts and re-run only the calls that failed (the others ran). It
-  // may be flushed again meanwhile: retry, with a short backoff, within the
-  // budget. A NOSCRIPT call did not run, so a retry is always safe.
-  for (auto missing = noscript_replies(replies); !missing.empty(); missing = noscript_replies(replies)) {
-    if (steady_clock::now() >= give_up_at) {
-      throw ScriptsFlushed("fairlock: the server's script cache kept being flushed (NOSCRIPT)");
-    }
-    std::this_thread::sleep_for(backoff);  // none before the first reload
-    backoff = std::clamp(backoff * 2, milliseconds(1), milliseconds(50));
-    on_reload();
-    std::vector<ReplyPtr> again = load_and_run(c, calls, batch, missing);
-    for (std::size_t j = 0; j < missing.size(); ++j) replies[missing[j]] = std::move(again[j]);
-  }
-  return replies;
 }
 
 // ---------------------------------------------------------------- typed calls

@@ -5,7 +5,6 @@
 // script's reply; nothing above it knows what either looks like.
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,9 +24,13 @@ enum class Script { acquire, release, cancel, heartbeat, inspect, evict };
 inline constexpr Script kAllScripts[] = {Script::acquire,   Script::release, Script::cancel,
                                          Script::heartbeat, Script::inspect, Script::evict};
 std::string_view script_name(Script s);
-// What is loaded into Redis: lib.lua, a newline, then <op>.lua.
+// What SCRIPT LOAD loads: lib.lua, a newline, then <op>.lua.
 std::string_view script_source(Script s);
 std::string_view script_sha(Script s);
+// The same script as a function of the library, and the library's text
+// for FUNCTION LOAD (cmake/EmbedLua.cmake).
+std::string_view script_function(Script s);
+std::string_view library_source();
 
 constexpr std::size_t kMaxNameBytes = 1024;
 // Fences and tickets are integers in [1, 2^53) (lua/lib.lua MAX_FENCE).
@@ -57,26 +60,12 @@ struct WakeMessage {
 };
 std::optional<WakeMessage> parse_wake_message(std::string_view payload);
 
-// The script cache kept being flushed for a whole budget: the calls that
-// got NOSCRIPT did not run, so they may be retried at will.
-class ScriptsFlushed : public ConnectionError {
- public:
-  using ConnectionError::ConnectionError;
-};
-
-// One EVALSHA of a script on a name's keys.
+// One call of a script on a name's keys (see ScriptRunner).
 struct ScriptCall {
   Script script;
   const Keys* keys;
   std::vector<std::string> args;
 };
-// Runs the calls pipelined (one round trip). On NOSCRIPT it loads every
-// script and re-runs the calls that got it, again after a short backoff
-// while the cache keeps being flushed, for at most `budget`; then throws
-// ScriptsFlushed. `on_reload` counts each reload. Other error replies are
-// left in place for the caller.
-std::vector<ReplyPtr> run_scripts(Connection& c, const std::vector<ScriptCall>& calls, std::chrono::milliseconds budget,
-                                  const std::function<void()>& on_reload);
 
 // ---------------------------------------------------------------- typed calls
 

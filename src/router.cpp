@@ -21,7 +21,8 @@ class StandaloneRouter final : public Router {
  public:
   StandaloneRouter(Target target, const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
                    spdlog::logger& log)
-      : node_(std::move(target), o.pool_size, wake_config, sink, counters, log) {}
+      : node_(std::move(target), o.pool_size, o.use_functions ? ScriptWay::functions : ScriptWay::evalsha, wake_config,
+              sink, counters, log) {}
   Node& for_keys(const Keys&) override { return node_; }
   void for_each(const std::function<void(Node&)>& f) override { f(node_); }
 
@@ -31,9 +32,9 @@ class StandaloneRouter final : public Router {
 
 }  // namespace
 
-Node::Node(Target target, std::size_t pool_size, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
-           spdlog::logger& log)
-    : server(std::move(target), pool_size, counters, log), wake(server, wake_config, sink, counters, log) {}
+Node::Node(Target target, std::size_t pool_size, ScriptWay way, const WakeConfig& wake_config, WakeSink& sink,
+           Counters& counters, spdlog::logger& log)
+    : server(std::move(target), pool_size, way, counters, log), wake(server, wake_config, sink, counters, log) {}
 
 Notify Router::start() {
   Notify mode = Notify::publish;

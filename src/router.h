@@ -19,8 +19,8 @@ namespace fairlock::detail {
 
 // One server and its wake subscriber.
 struct Node {
-  Node(Target target, std::size_t pool_size, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
-       spdlog::logger& log);
+  Node(Target target, std::size_t pool_size, ScriptWay way, const WakeConfig& wake_config, WakeSink& sink,
+       Counters& counters, spdlog::logger& log);
   Server server;
   Wake wake;
 };

@@ -1,10 +1,18 @@
 #include "server.h"
 
+#include <spdlog/spdlog.h>
+
 namespace fairlock::detail {
 
-Server::Server(Target target, std::size_t pool_size, Counters& counters, spdlog::logger& log)
+Server::Server(Target target, std::size_t pool_size, ScriptWay way, Counters& counters, spdlog::logger& log)
     : target_(std::move(target)),
       counters_(counters),
+      scripts_(
+          way, [this] { counters_.add(&Stats::script_reloads); },
+          [this, &log](const std::string& why) {
+            log.warn("fairlock: {}: running the scripts by EVALSHA, not as functions ({})", target_.endpoint.where(),
+                     why);
+          }),
       commands_(target_, pool_size, counters, log),
       heartbeat_(target_, 1, counters, log) {}
 
@@ -21,9 +29,7 @@ ReplyPtr Server::run_one(ScriptCall call) {
 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane) {
   Pool& pool = lane == Lane::heartbeat ? heartbeat_ : commands_;
-  return pool.with([&](Connection& c) {
-    return run_scripts(c, calls, target_.command_timeout, [this] { counters_.add(&Stats::script_reloads); });
-  });
+  return pool.with([&](Connection& c) { return scripts_.run(c, calls, target_.command_timeout); });
 }
 
 ReplyPtr Server::command(const Argv& argv) {

@@ -10,6 +10,7 @@
 #include "counters.h"
 #include "pool.h"
 #include "protocol.h"
+#include "script_runner.h"
 
 namespace spdlog {
 class logger;
@@ -23,7 +24,7 @@ enum class Lane { commands, heartbeat };
 
 class Server {
  public:
-  Server(Target target, std::size_t pool_size, Counters& counters, spdlog::logger& log);
+  Server(Target target, std::size_t pool_size, ScriptWay way, Counters& counters, spdlog::logger& log);
 
   // One script call; an error reply is thrown typed (ServerError, ...).
   ReplyPtr run(Script s, const Keys& keys, std::vector<std::string> args);
@@ -37,10 +38,12 @@ class Server {
   // A connection of its own (the subscriber's).
   std::unique_ptr<Connection> connect() const;
   const Endpoint& endpoint() const { return target_.endpoint; }
+  ScriptWay script_way() const { return scripts_.way(); }
 
  private:
   const Target target_;
   Counters& counters_;
+  ScriptRunner scripts_;
   Pool commands_;
   Pool heartbeat_;
 };

@@ -105,10 +105,10 @@ TEST(AsyncHeartbeat, ANameWithManyWaitersIsBeatenInCallsOfAtMost256) {
   const std::string tickets = own.cmd({"ZRANGE", key(name, "q"), "0", "-1", "WITHSCORES"});
 
   const Stats w0 = waiters.stats(), h0 = holders.stats();
-  const long long c0 = evalsha_calls(own);
+  const long long c0 = script_calls(own);
   // 12 rounds: with the tolerance below, 2 or 4 calls per round fail too.
   ASSERT_TRUE(eventually([&] { return waiters.stats().heartbeats >= w0.heartbeats + 12; }, std::chrono::seconds(90)));
-  const long long calls = evalsha_calls(own) - c0;
+  const long long calls = script_calls(own) - c0;
   const auto w_rounds = static_cast<long long>(waiters.stats().heartbeats - w0.heartbeats);
   const auto h_rounds = static_cast<long long>(holders.stats().heartbeats - h0.heartbeats);
   // 3 calls per round of the waiters' client, 1 per round of the holder's;

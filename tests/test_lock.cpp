@@ -301,16 +301,27 @@ TEST(Lock, DestructorOfALostLockDoesNotThrow) {
   SUCCEED();
 }
 
-TEST(Lock, NoscriptAfterScriptFlushRecovers) {
-  Client client(opts_for(server()));
+// The server loses the scripts (FUNCTION FLUSH, or SCRIPT FLUSH for a
+// client that runs them by EVALSHA): the next call reloads them.
+class LockAfterFlush : public ::testing::TestWithParam<bool> {};
+
+TEST_P(LockAfterFlush, Recovers) {
+  Options o = opts_for(server());
+  o.use_functions = GetParam();
+  Client client(o);
   FairLock lock(client, unique_name("noscript"));
   lock.lock();
   lock.unlock();
-  server().cmd({"SCRIPT", "FLUSH"});
+  const auto reloads = client.stats().script_reloads;
+  server().cmd({o.use_functions ? "FUNCTION" : "SCRIPT", "FLUSH"});
   lock.lock();
   lock.unlock();
-  EXPECT_GE(client.stats().script_reloads, 1u);
+  // One load of the library; by EVALSHA, one per script (acquire, release).
+  EXPECT_EQ(client.stats().script_reloads, reloads + (o.use_functions ? 1 : 2));
 }
+
+INSTANTIATE_TEST_SUITE_P(Lock, LockAfterFlush, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Functions" : "Evalsha"; });
 
 TEST(Lock, CancelFromAnotherThreadLeavesTheQueue) {
   Client client(opts_for(server()));
@@ -474,9 +485,9 @@ TEST(Heartbeat, OneBatchedCallPerNamePerRoundWhateverTheWaiters) {
   }));
   auto rounds = [&] { return holders.stats().heartbeats + waiters.stats().heartbeats; };
   auto r0 = rounds();
-  long long c0 = evalsha_calls(own);
+  long long c0 = script_calls(own);
   ASSERT_TRUE(eventually([&] { return rounds() >= r0 + 8; }));
-  long long c1 = evalsha_calls(own);
+  long long c1 = script_calls(own);
   auto r1 = rounds();
   // Each round of either client is one pipelined batch: one heartbeat call per
   // name, not one per waiter (30 waiters would make 10x more calls).

@@ -7,8 +7,11 @@
 #include <thread>
 
 #include "connection.h"
+#include "fairlock_lua.h"
 #include "protocol.h"
 #include "redis_server.h"
+#include "script_runner.h"
+#include "test_util.h"
 
 namespace fairlock::test {
 namespace {
@@ -31,6 +34,13 @@ std::vector<long long> ints(const redisReply& r) {
   return out;
 }
 
+// How this run calls the scripts: as functions, unless the environment
+// says FAIRLOCK_TEST_SCRIPT_WAY=evalsha (ctest runs the suite both ways).
+detail::ScriptWay script_way() {
+  const char* way = std::getenv("FAIRLOCK_TEST_SCRIPT_WAY");
+  return way && std::string(way) == "evalsha" ? detail::ScriptWay::evalsha : detail::ScriptWay::functions;
+}
+
 class Scripts : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,7 +49,7 @@ class Scripts : public ::testing::Test {
   }
   ReplyPtr call(Script s, std::vector<std::string> args) {
     std::vector<detail::ScriptCall> calls{{s, &keys, std::move(args)}};
-    auto v = detail::run_scripts(*conn, calls, std::chrono::milliseconds(5000), [this] { ++reloads; });
+    auto v = runner->run(*conn, calls, std::chrono::milliseconds(5000));
     return std::move(v[0]);
   }
   std::vector<long long> acquire(const std::string& m, int permits = 1, long lease = 10000, long live = 10000,
@@ -74,6 +84,13 @@ class Scripts : public ::testing::Test {
   Keys keys{"fairlock", name};
   std::unique_ptr<Connection> conn;
   std::atomic<std::uint64_t> reloads{0};
+  // Calls go through this; a test may replace it (use).
+  std::unique_ptr<detail::ScriptRunner> runner = make_runner(script_way());
+  std::unique_ptr<detail::ScriptRunner> make_runner(detail::ScriptWay way,
+                                                    std::function<void(const std::string&)> on_fallback = nullptr) {
+    return std::make_unique<detail::ScriptRunner>(
+        way, [this] { ++reloads; }, std::move(on_fallback));
+  }
 };
 
 TEST_F(Scripts, GrantsWhenFreeAndQueuesOtherwise) {
@@ -416,12 +433,59 @@ TEST_F(Scripts, AHandoffGivesTheRecreatedHolderSetTheStandingExpiry) {
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
 }
 
-TEST_F(Scripts, NoscriptIsRecovered) {
+TEST_F(Scripts, AFlushedLibraryOrScriptCacheIsReloaded) {
+  redis({"FUNCTION", "FLUSH"});
   redis({"SCRIPT", "FLUSH"});
   auto before = reloads.load();
   EXPECT_EQ(acquire(member(1))[0], 1);
   EXPECT_EQ(reloads.load(), before + 1);
   EXPECT_EQ(release(member(1)), 1);
+  // The library holds every script: loaded once. By EVALSHA each script is
+  // loaded when it is first missed.
+  EXPECT_EQ(reloads.load(), before + (script_way() == detail::ScriptWay::functions ? 1 : 2));
+}
+
+// The calls go the way asked, and nothing else runs them.
+TEST_F(Scripts, CallsGoTheWayAsked) {
+  const bool functions = script_way() == detail::ScriptWay::functions;
+  EXPECT_EQ(acquire(member(2))[0], 1);  // loads what is missing (a failed call counts as a call)
+  EXPECT_EQ(release(member(2)), 1);
+  const long long fcall0 = command_calls(server(), "fcall"), evalsha0 = command_calls(server(), "evalsha");
+  EXPECT_EQ(acquire(member(1))[0], 1);
+  EXPECT_EQ(release(member(1)), 1);
+  EXPECT_EQ(command_calls(server(), "fcall") - fcall0, functions ? 2 : 0);
+  EXPECT_EQ(command_calls(server(), "evalsha") - evalsha0, functions ? 0 : 2);
+  EXPECT_EQ(runner->way(), script_way());
+}
+
+// Another client (of the same build) loaded the library first: it is used
+// as it is, and a load racing with it ("already exists") is no error.
+TEST_F(Scripts, ALibraryLoadedByAnotherClientIsUsed) {
+  runner = make_runner(detail::ScriptWay::functions);
+  redis({"FUNCTION", "FLUSH"});
+  EXPECT_EQ(redis({"FUNCTION", "LOAD", std::string(detail::library_source())}), std::string(detail::lua::library_name));
+  const auto before = reloads.load();
+  EXPECT_EQ(acquire(member(1))[0], 1);
+  EXPECT_EQ(reloads.load(), before);
+  redis({"FUNCTION", "DELETE", std::string(detail::lua::library_name)});
+  EXPECT_EQ(release(member(1)), 1);  // reloads it
+  EXPECT_EQ(reloads.load(), before + 1);
+}
+
+// A server whose user may not load functions (or call FCALL) runs the same
+// calls by EVALSHA, and says so once.
+TEST_F(Scripts, WithoutFunctionsTheCallsRunByEvalsha) {
+  ASSERT_EQ(redis({"ACL", "SETUSER", "nofunc", "on", ">pw", "~*", "&*", "+@all", "-function"}), "OK");
+  ASSERT_EQ(conn->command({"AUTH", "nofunc", "pw"})->type, REDIS_REPLY_STATUS);
+  redis({"FUNCTION", "FLUSH"});
+  std::vector<std::string> why;
+  runner = make_runner(detail::ScriptWay::functions, [&](const std::string& w) { why.push_back(w); });
+  EXPECT_EQ(acquire(member(1))[0], 1);
+  EXPECT_EQ(release(member(1)), 1);
+  EXPECT_EQ(runner->way(), detail::ScriptWay::evalsha);
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_NE(why[0].find("NOPERM"), std::string::npos) << why[0];
+  EXPECT_EQ(redis({"FUNCTION", "LIST"}), "");  // nothing was loaded
 }
 
 }  // namespace

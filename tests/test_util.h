@@ -45,12 +45,15 @@ inline long long zcard(const RedisServer& s, const std::string& name, const char
 }
 
 // How many EVALSHA calls the server has run (INFO commandstats).
-inline long long evalsha_calls(const RedisServer& s) {
+inline long long command_calls(const RedisServer& s, const std::string& command) {
   std::string info = s.cmd({"INFO", "commandstats"});
-  auto at = info.find("cmdstat_evalsha:calls=");
+  auto at = info.find("cmdstat_" + command + ":calls=");
   if (at == std::string::npos) return 0;
-  return std::stoll(info.substr(at + 22));
+  return std::stoll(info.substr(at + command.size() + 15));
 }
+
+// Script calls the server ran, whichever way (FCALL or EVALSHA).
+inline long long script_calls(const RedisServer& s) { return command_calls(s, "fcall") + command_calls(s, "evalsha"); }
 
 // The keys of one name that exist now, sorted, newline-joined.
 inline std::string keys_of(const RedisServer& s, const std::string& name, const std::string& prefix = "fairlock") {

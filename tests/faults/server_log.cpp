@@ -148,7 +148,10 @@ bool parse_monitor_line(const std::string& line, std::int64_t& ts, bool& from_lu
 
 ServerLog::ServerLog(int port, std::string prefix)
     : port_(port), prefix_(std::move(prefix)), sentinel_("flcheck:sentinel:" + std::to_string(::getpid())) {
-  for (const auto& script : fairlock::detail::lua::kScripts) sha_kind_[std::string(script.sha)] = script.name;
+  for (const auto& script : fairlock::detail::lua::kScripts) {
+    script_kind_[std::string(script.sha)] = script.name;
+    script_kind_[std::string(script.function)] = script.name;  // FCALL names it instead
+  }
   if (port_ == 0) return;  // offline
   // Be in sync before the test starts: the first snapshot is taken here.
   for (int attempt = 0; attempt < 100 && !mon_; ++attempt) {
@@ -378,14 +381,14 @@ void ServerLog::handle_line(const std::string& line) {
 
 void ServerLog::client_cmd(std::int64_t ts, const std::vector<std::string>& argv) {
   std::string cmd = lower(argv[0]);
-  if (cmd == "evalsha" || cmd == "eval") {
+  if (cmd == "evalsha" || cmd == "eval" || cmd == "fcall") {
     ++scripts_;
     in_script_ = true;
     kind_ = "other";
     own_.clear();
-    if (cmd == "evalsha" && argv.size() >= 3) {
-      auto it = sha_kind_.find(argv[1]);
-      if (it != sha_kind_.end()) kind_ = it->second;
+    if (cmd != "eval" && argv.size() >= 3) {
+      auto it = script_kind_.find(argv[1]);
+      if (it != script_kind_.end()) kind_ = it->second;
       size_t nkeys = std::strtoul(argv[2].c_str(), nullptr, 10);
       size_t first_arg = 3 + nkeys;
       std::string name, suffix;
@@ -412,10 +415,10 @@ void ServerLog::client_cmd(std::int64_t ts, const std::vector<std::string>& argv
     return;
   }
   static const std::set<std::string> readonly = {
-      "zcard",  "zscore", "zrange", "zrank",  "zrangebyscore", "hget",    "hmget",  "hgetall",  "hlen",
-      "exists", "keys",   "type",   "get",    "pttl",          "ttl",     "scan",   "dump",     "object",
-      "echo",   "ping",   "time",   "info",   "llen",          "lrange",  "strlen", "zcount",   "hexists",
-      "pubsub", "config", "client", "script", "acl",           "monitor", "debug",  "subscribe"};
+      "zcard",  "zscore", "zrange", "zrank",  "zrangebyscore", "hget",   "hmget",   "hgetall", "hlen",
+      "exists", "keys",   "type",   "get",    "pttl",          "ttl",    "scan",    "dump",    "object",
+      "echo",   "ping",   "time",   "info",   "llen",          "lrange", "strlen",  "zcount",  "hexists",
+      "pubsub", "config", "client", "script", "function",      "acl",    "monitor", "debug",   "subscribe"};
   if (readonly.count(cmd)) return;
   for (size_t i = 1; i < argv.size(); ++i) {
     std::string name, suffix;

@@ -108,7 +108,7 @@ class ServerLog {
   std::string prefix_;
   std::string sentinel_;
   bool synced_once_ = false;
-  std::map<std::string, std::string> sha_kind_;
+  std::map<std::string, std::string> script_kind_;  // SHA1 or function name -> script name
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::string marker_;       // resync marker currently awaited ("" = in sync)

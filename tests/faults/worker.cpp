@@ -12,6 +12,7 @@
 //     locks=a,b          lock names                sems=s:3   semaphore names:permits
 //     threads=N seconds=S iters=N seed=N
 //     lease=MS liveness=MS renew=0|1 notify=publish|keyspace|poll
+//     scripts=functions|evalsha   how the client runs the scripts
 //     cmd_timeout=MS connect_timeout=MS
 //     hold=MIN-MAX for=MIN-MAX cancel=MAX gap=MIN-MAX (ms)
 //     long_hold=PCT:MS   a PCT% chance that a hold lasts MS instead
@@ -70,6 +71,7 @@ struct Config {
   Range hold{0, 20}, timeout{5, 200}, gap{0, 5};
   long cancel_max = 50, long_hold_pct = 0, long_hold_ms = 0;
   bool renew = true;
+  bool functions = true;
   unsigned long long seed = 1;
   std::vector<std::pair<std::string, int>> ops{{"lock", 4}, {"for", 3}, {"try", 1}, {"cancel", 1}};
 };
@@ -108,6 +110,7 @@ Config parse(int argc, char** argv) {
     else if (k == "gap") c.gap = parse_range(v);
     else if (k == "cancel") c.cancel_max = std::atol(v.c_str());
     else if (k == "renew") c.renew = v != "0";
+    else if (k == "scripts") c.functions = v != "evalsha";
     else if (k == "seed") c.seed = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "long_hold") {
       auto colon = v.find(':');
@@ -223,6 +226,7 @@ class Worker {
     o.connect_timeout = milliseconds(cfg.connect_timeout);
     o.notify = cfg.notify == "poll" ? Notify::poll : cfg.notify == "keyspace" ? Notify::keyspace : Notify::publish;
     o.configure_keyspace_events = true;
+    o.use_functions = cfg.functions;
     client_ = std::make_unique<Client>(o);
     shared_.rpush(cfg.ev, "S " + cfg.wid + " " + std::to_string(::getpid()) + " " + client_->id() + " " +
                               std::to_string(shared_.time_us()));
