@@ -19,7 +19,7 @@ figures = {
     "processes SIGKILLed at random points": total(r"kills: (\d+) holders") + total(r"(\d+) waiters, \d+ anywhere")
     + total(r"(\d+) anywhere"),
     "connections killed": total(r"killed (\d+) command") + total(r"and (\d+) subscriber connections"),
-    "SCRIPT FLUSH": total(r"(\d+) SCRIPT FLUSH"),
+    "FUNCTION FLUSH + SCRIPT FLUSH (scenario)": total(r"(\d+) FUNCTION FLUSH \+ SCRIPT FLUSH,"),
     "FLUSHALL": total(r"(\d+) FLUSHALL"),
     "tamper cases": len([l for l in lines if l.startswith("tamper '")]),
     "tamper cases recovered": len([l for l in lines if l.startswith("tamper '") and l.endswith("recovered yes")]),
