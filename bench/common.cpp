@@ -207,9 +207,10 @@ ServerDelta delta(const ServerSnap& a, const ServerSnap& b) {
   // Commands that only a client sends itself (never from inside a script):
   // each is one round trip, or less when pipelined.
   static const std::set<std::string> top = {
-      "evalsha",      "evalsha_ro",  "eval",           "eval_ro",     "subscribe",  "unsubscribe", "psubscribe",
-      "punsubscribe", "script|load", "script|exists",  "config|get",  "config|set", "ping",        "hello",
-      "select",       "auth",        "client|setname", "client|info", "client|id"};
+      "fcall",         "fcall_ro",       "function|load", "evalsha",    "evalsha_ro",   "eval",
+      "eval_ro",       "subscribe",      "unsubscribe",   "psubscribe", "punsubscribe", "script|load",
+      "script|exists", "config|get",     "config|set",    "ping",       "hello",        "select",
+      "auth",          "client|setname", "client|info",   "client|id"};
   ServerDelta d;
   for (const auto& [name, cb] : b.cmds) {
     if (name == "info") continue;
@@ -226,9 +227,9 @@ ServerDelta delta(const ServerSnap& a, const ServerSnap& b) {
     if (top.count(name)) d.top_level += calls;
     if (top.count(name)) d.top_usec += usec;
     d.per_command_usec[name] = usec;
-    if (name == "evalsha") {
-      d.evalsha = calls;
-      d.evalsha_usec = usec;
+    if (name == "evalsha" || name == "fcall") {
+      d.script_calls += calls;
+      d.script_usec += usec;
     }
   }
   d.cpu_us = (b.cpu_s - a.cpu_s) * 1e6;

@@ -72,10 +72,10 @@ ServerSnap snapshot(Redis& r);
 
 // What the server did between two snapshots.
 struct ServerDelta {
-  long long commands = 0;   // every command, those run inside scripts included (INFO excluded)
-  long long top_level = 0;  // commands a client sent itself (EVALSHA, SUBSCRIBE, ...): round trips
-  long long evalsha = 0;
-  long long evalsha_usec = 0;
+  long long commands = 0;      // every command, those run inside scripts included (INFO excluded)
+  long long top_level = 0;     // commands a client sent itself (EVALSHA, SUBSCRIBE, ...): round trips
+  long long script_calls = 0;  // FCALL and EVALSHA
+  long long script_usec = 0;
   // Redis's own time (commandstats usec) for the commands only clients send
   // (EVALSHA, SUBSCRIBE, ...); a script's usec includes the commands it ran.
   long long top_usec = 0;

@@ -299,7 +299,7 @@ class Baton {
 
 struct Round {
   double grants_per_s = NAN, p50_us = NAN, p99_us = NAN, rtt_us = NAN, threads = NAN;
-  double grants = NAN, evalsha_per_grant = NAN;  // over the whole round, the participants' leaving included
+  double grants = NAN, script_calls_per_grant = NAN;  // over the whole round, the participants' leaving included
 };
 
 struct Contention {
@@ -421,13 +421,13 @@ Round async_round(Env& e, Contention& c, const std::string& name) {
 }
 
 // One round of either variant, with the PING RTT measured right before and
-// after it and the server's EVALSHA calls over it.
+// after it and the server's script calls (FCALL, EVALSHA) over it.
 Round round(Env& e, Contention& c, bool async, int r) {
   std::vector<double> rtt = ping_us(e, e.pings);
   const std::string name = fmt("bench:H:%s:%d", async ? "async" : "blocking", r);
   const ServerSnap s0 = snapshot(*e.admin);
   Round x = async ? async_round(e, c, name) : blocking_round(e, c, name);
-  x.evalsha_per_grant = static_cast<double>(delta(s0, snapshot(*e.admin)).evalsha) / x.grants;
+  x.script_calls_per_grant = static_cast<double>(delta(s0, snapshot(*e.admin)).script_calls) / x.grants;
   const std::vector<double> post = ping_us(e, e.pings);
   rtt.insert(rtt.end(), post.begin(), post.end());
   x.rtt_us = median(rtt);
@@ -510,15 +510,15 @@ void report_contention(Env& e, const Rounds& x) {
           "%d threads, each with its own FairLock, looping lock(); unlock(). Async: %d FairLock objects of one client "
           "whose callbacks release and call lock_async again (no thread of their own). Handoff = a participant about "
           "to release → another one granted (lock() returned, or its callback running), on the process's steady "
-          "clock, × the PING RTT measured around the round. EVALSHA calls per grant: the server's count over the whole "
+          "clock, × the PING RTT measured around the round. Script calls per grant: the server's count over the whole "
           "round ÷ the client's grants. Threads: the whole process's, mid-round.\n\n",
           x.W, x.count, x.dur_ms / 1000.0, x.W, x.W));
   e.report.table({"", "blocking", "async", "async / blocking"}, "lrrr");
   grants_row(e, x);
   handoff_row(e, "handoff p50", x, &Round::p50_us);
   handoff_row(e, "handoff p99", x, &Round::p99_us);
-  const double eb = med(x.blocking, &Round::evalsha_per_grant), ea = med(x.async, &Round::evalsha_per_grant);
-  e.report.md(fmt("| EVALSHA calls per grant | %.2f | %.2f | %.2f |\n", eb, ea, ea / eb));
+  const double eb = med(x.blocking, &Round::script_calls_per_grant), ea = med(x.async, &Round::script_calls_per_grant);
+  e.report.md(fmt("| script calls per grant | %.2f | %.2f | %.2f |\n", eb, ea, ea / eb));
   e.report.md(fmt("| threads of the process | %.0f | %.0f | |\n", med(x.blocking, &Round::threads),
                   med(x.async, &Round::threads)));
 }
@@ -570,7 +570,7 @@ Json rounds_json(const std::vector<Round>& rounds) {
                                                              {"handoff_p50_us", &Round::p50_us},
                                                              {"handoff_p99_us", &Round::p99_us},
                                                              {"rtt_us", &Round::rtt_us},
-                                                             {"evalsha_per_grant", &Round::evalsha_per_grant},
+                                                             {"script_calls_per_grant", &Round::script_calls_per_grant},
                                                              {"threads", &Round::threads}};
   for (const auto& [key, figure] : figures) j[key] = med(rounds, figure);
   Json per_round = Json::array();

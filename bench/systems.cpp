@@ -132,6 +132,8 @@ RawKeys::RawKeys(const std::string& prefix, const std::string& name) {
 
 void load_fairlock_scripts(Redis& c) {
   using fairlock::detail::Script;
+  Reply lib = c.cmd({"FUNCTION", "LOAD", "REPLACE", std::string(fairlock::detail::library_source())});
+  if (lib->type == REDIS_REPLY_ERROR) throw std::runtime_error("FUNCTION LOAD failed: " + reply_text(lib.get()));
   for (Script s : fairlock::detail::kAllScripts) {
     Reply r = c.cmd({"SCRIPT", "LOAD", std::string(fairlock::detail::script_source(s))});
     if (reply_str(r.get()) != fairlock::detail::script_sha(s)) {
@@ -141,28 +143,29 @@ void load_fairlock_scripts(Redis& c) {
 }
 
 namespace {
-std::vector<std::string> evalsha_head(fairlock::detail::Script s, const RawKeys& k) {
-  return {"EVALSHA", std::string(fairlock::detail::script_sha(s)), "5", k.q, k.w, k.h, k.g, k.seq};
+// A call as the client makes it by default: FCALL of the script's function.
+std::vector<std::string> call_head(fairlock::detail::Script s, const RawKeys& k) {
+  return {"FCALL", std::string(fairlock::detail::script_function(s)), "5", k.q, k.w, k.h, k.g, k.seq};
 }
 }  // namespace
 
 std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits, long long lease_ms,
                                           long long liveness_ms, char mode) {
-  auto v = evalsha_head(fairlock::detail::Script::acquire, k);
+  auto v = call_head(fairlock::detail::Script::acquire, k);
   v.insert(v.end(), {member, std::to_string(permits), std::to_string(lease_ms), std::to_string(liveness_ms),
                      std::string(1, mode)});
   return v;
 }
 
 std::vector<std::string> raw_release_argv(const RawKeys& k, const std::string& member, int permits) {
-  auto v = evalsha_head(fairlock::detail::Script::release, k);
+  auto v = call_head(fairlock::detail::Script::release, k);
   v.insert(v.end(), {member, std::to_string(permits)});
   return v;
 }
 
 std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long long liveness_ms,
                                             const std::vector<std::string>& members, long long lease_ms) {
-  auto v = evalsha_head(fairlock::detail::Script::heartbeat, k);
+  auto v = call_head(fairlock::detail::Script::heartbeat, k);
   v.push_back(std::to_string(permits));
   v.push_back(std::to_string(liveness_ms));
   for (const auto& m : members) {

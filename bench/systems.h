@@ -67,7 +67,9 @@ void list_unlock(Redis& c, const std::string& sha, const ListLock& l, RtCounter&
 // delta.
 long long client_command_usec(const ServerDelta& d, const std::string& system);
 
-// fairlock's protocol called directly (EVALSHA of the library's own scripts).
+// fairlock's protocol called directly: FCALL of the library's functions, as
+// the client calls them by default (load_fairlock_scripts loads the library
+// and, for SCRIPT LOAD users, the scripts).
 struct RawKeys {
   RawKeys(const std::string& prefix, const std::string& name);
   std::string q, w, h, g, seq;
