@@ -73,7 +73,7 @@ class Claim {
     refused,   // an error reply: not retried
     unsent,    // no connection could be opened: nothing was sent
     in_doubt,  // the call was sent, its reply lost: the script may have run
-    not_run,   // the script cache kept being flushed: it did not run
+    not_run,   // the server kept losing the scripts (FUNCTION or SCRIPT FLUSH): it did not run
   };
   // The acquire call sent at `sent` failed; true if the wait retries after
   // a backoff.

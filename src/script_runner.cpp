@@ -34,58 +34,66 @@ Argv call_argv(const ScriptCall& call, ScriptWay way) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-// The server lacks the script or the library: the call did not run.
-bool is_missing(std::string_view error) {
-  return starts_with(error, "NOSCRIPT") || starts_with(error, "ERR Function not found");
-}
-
-// The server has no functions (before Redis 7), or the user may not use
-// `command` ("fcall", "function|load"): the call or load did not run.
+// The server has no such command (before Redis 7, or renamed away), or the
+// user may not run `command` ("fcall", "function|load").
 bool is_unavailable(std::string_view error, std::string_view command) {
   if (starts_with(error, "ERR unknown command") || starts_with(error, "ERR unknown subcommand")) return true;
-  return starts_with(error, "NOPERM") && error.find("'" + std::string(command) + "'") != std::string::npos;
+  return starts_with(error, "NOPERM") && error.find("'" + std::string(command) + "'") != std::string_view::npos;
 }
 
 }  // namespace
+
+CallError classify_call_error(std::string_view error, ScriptWay sent) {
+  if (sent == ScriptWay::evalsha) return starts_with(error, "NOSCRIPT") ? CallError::missing : CallError::other;
+  if (starts_with(error, "ERR Function not found")) return CallError::missing;
+  return is_unavailable(error, "fcall") ? CallError::no_functions : CallError::other;
+}
+
+LoadError classify_load_error(std::string_view error) {
+  if (starts_with(error, "ERR Library '") && error.find("' already exists") != std::string_view::npos) {
+    return LoadError::loaded_by_peer;
+  }
+  return is_unavailable(error, "function|load") ? LoadError::no_functions : LoadError::other;
+}
 
 ScriptRunner::ScriptRunner(ScriptWay way, std::function<void()> on_reload,
                            std::function<void(const std::string&)> on_fallback)
     : way_(way), on_reload_(std::move(on_reload)), on_fallback_(std::move(on_fallback)) {}
 
 std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptCall>& calls, milliseconds budget) {
-  std::vector<Argv> batch;
-  batch.reserve(calls.size());
-  const ScriptWay way = way_.load();
-  for (const auto& call : calls) batch.push_back(call_argv(call, way));
-  std::vector<ReplyPtr> replies = c.pipeline(batch);
+  Batch b{calls, {}, std::vector<ScriptWay>(calls.size(), way_.load()), way_.load()};
+  std::vector<Argv> argv;
+  argv.reserve(calls.size());
+  for (const auto& call : calls) argv.push_back(call_argv(call, b.way));
+  b.replies = c.pipeline(argv);
   const auto give_up_at = steady_clock::now() + budget;
   milliseconds backoff(0);
   // Load and re-run the calls that did not run. The server may lose the
   // scripts again meanwhile: retry, with a short backoff, within the budget.
-  for (auto missing = not_run(replies); !missing.empty(); missing = not_run(replies)) {
+  for (auto missing = not_run(b); !missing.empty(); missing = not_run(b)) {
     if (steady_clock::now() >= give_up_at) {
       throw ScriptsFlushed("fairlock: the server kept losing fairlock's scripts (FUNCTION or SCRIPT FLUSH)");
     }
     std::this_thread::sleep_for(backoff);  // none before the first reload
     backoff = std::clamp(backoff * 2, milliseconds(1), milliseconds(50));
     if (on_reload_) on_reload_();
-    std::vector<ReplyPtr> again = load_and_run(c, calls, missing);
-    for (std::size_t j = 0; j < missing.size(); ++j) replies[missing[j]] = std::move(again[j]);
+    load_and_run(c, b, missing);
   }
-  return replies;
+  return std::move(b.replies);
 }
 
-// The calls that did not run; a call refused FCALL itself turns this
-// server to EVALSHA.
-std::vector<std::size_t> ScriptRunner::not_run(const std::vector<ReplyPtr>& replies) {
+// The calls that did not run; an FCALL refused as such turns this server
+// to EVALSHA.
+std::vector<std::size_t> ScriptRunner::not_run(Batch& b) {
   std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    if (!is_error(*replies[i])) continue;
-    const std::string_view error = reply_error(*replies[i]);
-    if (is_unavailable(error, "fcall")) {
+  for (std::size_t i = 0; i < b.replies.size(); ++i) {
+    if (!is_error(*b.replies[i])) continue;
+    const std::string_view error = reply_error(*b.replies[i]);
+    const CallError kind = classify_call_error(error, b.sent[i]);
+    if (kind == CallError::other) continue;
+    if (kind == CallError::no_functions) {
       fall_back(std::string(error));
-    } else if (!is_missing(error)) {
-      continue;
+      b.way = ScriptWay::evalsha;
     }
     out.push_back(i);
   }
@@ -93,34 +101,37 @@ std::vector<std::size_t> ScriptRunner::not_run(const std::vector<ReplyPtr>& repl
 }
 
 // The library (or every script the calls use), then those calls, in one
-// pipeline: nothing of ours comes between a load and its call.
-std::vector<ReplyPtr> ScriptRunner::load_and_run(Connection& c, const std::vector<ScriptCall>& calls,
-                                                 const std::vector<std::size_t>& which) {
-  const ScriptWay way = way_.load();
+// pipeline: nothing of ours comes between a load and its call. A library
+// the server refuses for another reason (over maxmemory: FUNCTION LOAD is a
+// write; a read-only replica) leaves this batch to EVALSHA, whose SCRIPT
+// LOAD is not a write.
+void ScriptRunner::load_and_run(Connection& c, Batch& b, const std::vector<std::size_t>& which) {
+  if (way_.load() == ScriptWay::evalsha) b.way = ScriptWay::evalsha;  // another thread fell back meanwhile
+  const ScriptWay way = b.way;
   std::vector<Argv> commands;
   if (way == ScriptWay::functions) {
     commands.push_back(Argv{"FUNCTION", "LOAD", library_source()});
   } else {
     for (Script s : kAllScripts) {
-      const bool used = std::any_of(which.begin(), which.end(), [&](std::size_t i) { return calls[i].script == s; });
+      const bool used = std::any_of(which.begin(), which.end(), [&](std::size_t i) { return b.calls[i].script == s; });
       if (used) commands.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
     }
   }
   const std::size_t loads = commands.size();
-  for (std::size_t i : which) commands.push_back(call_argv(calls[i], way));
+  for (std::size_t i : which) commands.push_back(call_argv(b.calls[i], way));
   std::vector<ReplyPtr> replies = c.pipeline(commands);
   for (std::size_t i = 0; i < loads; ++i) {
     if (!is_error(*replies[i])) continue;
+    if (way == ScriptWay::evalsha) throw_reply_error(*replies[i], "SCRIPT LOAD");
     const std::string_view error = reply_error(*replies[i]);
-    if (way == ScriptWay::functions && error.find("already exists") != std::string::npos) continue;  // a peer's load
-    if (way == ScriptWay::functions && is_unavailable(error, "function|load")) {
-      fall_back(std::string(error));  // the calls found no function: they are re-run by EVALSHA
-      continue;
-    }
-    throw_reply_error(*replies[i], way == ScriptWay::functions ? "FUNCTION LOAD" : "SCRIPT LOAD");
+    const LoadError kind = classify_load_error(error);
+    if (kind == LoadError::no_functions) fall_back(std::string(error));
+    if (kind != LoadError::loaded_by_peer) b.way = ScriptWay::evalsha;  // the calls that found no function
   }
-  replies.erase(replies.begin(), replies.begin() + static_cast<std::ptrdiff_t>(loads));
-  return replies;
+  for (std::size_t j = 0; j < which.size(); ++j) {
+    b.replies[which[j]] = std::move(replies[loads + j]);
+    b.sent[which[j]] = way;
+  }
 }
 
 void ScriptRunner::fall_back(const std::string& why) {

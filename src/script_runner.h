@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "connection.h"
@@ -26,6 +27,17 @@ class ScriptsFlushed : public ConnectionError {
   using ConnectionError::ConnectionError;
 };
 
+// What an error reply to a script call means (Redis 7.0's texts): the
+// script was missing (the call did not run: load it and call again), FCALL
+// itself is refused (no functions: the call did not run either), or
+// anything else (the call's own outcome).
+enum class CallError { other, missing, no_functions };
+CallError classify_call_error(std::string_view error, ScriptWay sent);
+// The same for FUNCTION LOAD: a peer loaded the library first (fine), the
+// server or user has no functions, or anything else (e.g. over maxmemory).
+enum class LoadError { other, loaded_by_peer, no_functions };
+LoadError classify_load_error(std::string_view error);
+
 class ScriptRunner {
  public:
   // `on_reload` is told of each reload of the library or the scripts;
@@ -41,9 +53,16 @@ class ScriptRunner {
   ScriptWay way() const { return way_.load(); }
 
  private:
-  std::vector<ReplyPtr> load_and_run(Connection& c, const std::vector<ScriptCall>& calls,
-                                     const std::vector<std::size_t>& which);
-  std::vector<std::size_t> not_run(const std::vector<ReplyPtr>& replies);
+  // One run's calls, their replies so far, the way each was last sent, and
+  // the way this run sends them now.
+  struct Batch {
+    const std::vector<ScriptCall>& calls;
+    std::vector<ReplyPtr> replies;
+    std::vector<ScriptWay> sent;
+    ScriptWay way;
+  };
+  void load_and_run(Connection& c, Batch& b, const std::vector<std::size_t>& which);
+  std::vector<std::size_t> not_run(Batch& b);
   void fall_back(const std::string& why);
 
   std::atomic<ScriptWay> way_;

@@ -43,9 +43,10 @@ detail::ScriptWay script_way() {
 
 class Scripts : public ::testing::Test {
  protected:
-  void SetUp() override {
-    conn = std::make_unique<Connection>(detail::Target{
-        detail::parse_url(server().url()), nullptr, std::chrono::milliseconds(2000), std::chrono::milliseconds(5000)});
+  void SetUp() override { conn = connect(server()); }
+  static std::unique_ptr<Connection> connect(const RedisServer& s) {
+    return std::make_unique<Connection>(detail::Target{
+        detail::parse_url(s.url()), nullptr, std::chrono::milliseconds(2000), std::chrono::milliseconds(5000)});
   }
   ReplyPtr call(Script s, std::vector<std::string> args) {
     std::vector<detail::ScriptCall> calls{{s, &keys, std::move(args)}};
@@ -459,7 +460,7 @@ TEST_F(Scripts, CallsGoTheWayAsked) {
 }
 
 // Another client (of the same build) loaded the library first: it is used
-// as it is, and a load racing with it ("already exists") is no error.
+// as it is. (A load racing with it gets "already exists": ScriptErrors.)
 TEST_F(Scripts, ALibraryLoadedByAnotherClientIsUsed) {
   runner = make_runner(detail::ScriptWay::functions);
   redis({"FUNCTION", "FLUSH"});
@@ -472,20 +473,98 @@ TEST_F(Scripts, ALibraryLoadedByAnotherClientIsUsed) {
   EXPECT_EQ(reloads.load(), before + 1);
 }
 
-// A server whose user may not load functions (or call FCALL) runs the same
-// calls by EVALSHA, and says so once.
+// A user who may not load functions, or not call FCALL, gets the same calls
+// run by EVALSHA, and the runner says so once.
 TEST_F(Scripts, WithoutFunctionsTheCallsRunByEvalsha) {
-  ASSERT_EQ(redis({"ACL", "SETUSER", "nofunc", "on", ">pw", "~*", "&*", "+@all", "-function"}), "OK");
-  ASSERT_EQ(conn->command({"AUTH", "nofunc", "pw"})->type, REDIS_REPLY_STATUS);
-  redis({"FUNCTION", "FLUSH"});
+  for (const std::string denied : {"function", "fcall"}) {
+    SCOPED_TRACE("-" + denied);
+    ASSERT_EQ(redis({"ACL", "SETUSER", "nofunc", "reset", "on", ">pw", "~*", "&*", "+@all", "-" + denied}), "OK");
+    conn = connect(server());
+    ASSERT_EQ(conn->command({"AUTH", "nofunc", "pw"})->type, REDIS_REPLY_STATUS);
+    redis({"FUNCTION", "FLUSH"});
+    std::vector<std::string> why;
+    runner = make_runner(detail::ScriptWay::functions, [&](const std::string& w) { why.push_back(w); });
+    const std::string m = member(denied == "fcall" ? 2 : 1);
+    EXPECT_EQ(acquire(m)[0], 1);
+    EXPECT_EQ(release(m), 1);
+    EXPECT_EQ(runner->way(), detail::ScriptWay::evalsha);
+    ASSERT_EQ(why.size(), 1u);
+    EXPECT_NE(why[0].find("'" + std::string(denied == "fcall" ? "fcall" : "function|load") + "'"), std::string::npos)
+        << why[0];
+    EXPECT_EQ(redis({"FUNCTION", "LIST"}), "");  // nothing was loaded
+  }
+}
+
+// A server without FCALL (before Redis 7; here renamed away) gets the same
+// calls by EVALSHA.
+TEST_F(Scripts, AServerWithoutFcallGetsTheCallsByEvalsha) {
+  RedisServer old({"--rename-command", "FCALL", ""});
+  conn = connect(old);
   std::vector<std::string> why;
   runner = make_runner(detail::ScriptWay::functions, [&](const std::string& w) { why.push_back(w); });
   EXPECT_EQ(acquire(member(1))[0], 1);
   EXPECT_EQ(release(member(1)), 1);
   EXPECT_EQ(runner->way(), detail::ScriptWay::evalsha);
   ASSERT_EQ(why.size(), 1u);
-  EXPECT_NE(why[0].find("NOPERM"), std::string::npos) << why[0];
-  EXPECT_EQ(redis({"FUNCTION", "LIST"}), "");  // nothing was loaded
+  EXPECT_EQ(why[0].rfind("ERR unknown command", 0), 0u) << why[0];
+  EXPECT_EQ(command_calls(old, "fcall"), 0);
+  EXPECT_GE(command_calls(old, "evalsha"), 2);
+}
+
+// Over maxmemory the server refuses FUNCTION LOAD (a write): that batch runs
+// by EVALSHA (SCRIPT LOAD is no write), and the runner keeps functions for
+// later calls.
+TEST_F(Scripts, OverMaxmemoryTheCallsRunByEvalshaUntilTheLibraryLoads) {
+  RedisServer full({"--maxmemory-policy", "noeviction"});
+  conn = connect(full);
+  runner = make_runner(detail::ScriptWay::functions);
+  ASSERT_EQ(full.cmd({"SET", "ballast", std::string(8u << 20, 'x')}), "OK");
+  ASSERT_EQ(full.cmd({"CONFIG", "SET", "maxmemory", "4mb"}), "OK");
+  ASSERT_EQ(full.cmd({"FUNCTION", "LOAD", std::string(detail::library_source())}).rfind("ERR:OOM", 0), 0u);
+  EXPECT_EQ(release(member(1)), 0);  // nothing held: runs, and answers
+  EXPECT_EQ(runner->way(), detail::ScriptWay::functions);
+  EXPECT_EQ(command_calls(full, "evalsha"), 1);
+  EXPECT_EQ(full.cmd({"FUNCTION", "LIST"}), "");
+  full.cmd({"DEL", "ballast"});
+  EXPECT_EQ(acquire(member(2))[0], 1);  // the library loads now
+  EXPECT_EQ(release(member(2)), 1);
+  EXPECT_EQ(command_calls(full, "evalsha"), 1);
+  EXPECT_NE(full.cmd({"FUNCTION", "LIST"}), "");
+}
+
+// The error texts that steer the runner, as Redis 7.0 (and 6.x, for an
+// unknown command) writes them.
+TEST(ScriptErrors, AreToldApartByRedisTexts) {
+  using detail::CallError;
+  using detail::classify_call_error;
+  using detail::classify_load_error;
+  using detail::LoadError;
+  using detail::ScriptWay;
+  const auto fcall = ScriptWay::functions, evalsha = ScriptWay::evalsha;
+  EXPECT_EQ(classify_call_error("ERR Function not found", fcall), CallError::missing);
+  EXPECT_EQ(classify_call_error("NOSCRIPT No matching script. Please use EVAL.", evalsha), CallError::missing);
+  EXPECT_EQ(classify_call_error("NOPERM this user has no permissions to run the 'fcall' command", fcall),
+            CallError::no_functions);
+  EXPECT_EQ(classify_call_error("ERR unknown command 'FCALL', with args beginning with: 'x' ", fcall),
+            CallError::no_functions);
+  EXPECT_EQ(classify_call_error("ERR unknown command `FCALL`, with args beginning with: `x`, ", fcall),
+            CallError::no_functions);
+  // Sent by EVALSHA, an unknown or refused command is the call's own error.
+  EXPECT_EQ(classify_call_error("ERR unknown command 'EVALSHA', with args beginning with: ", evalsha),
+            CallError::other);
+  EXPECT_EQ(classify_call_error("NOPERM this user has no permissions to run the 'evalsha' command", evalsha),
+            CallError::other);
+  EXPECT_EQ(
+      classify_call_error("NOPERM this user has no permissions to access one of the keys used as arguments", fcall),
+      CallError::other);
+  EXPECT_EQ(classify_call_error("FLBADARG member must look like <p|k|n><hex>:<hex>", fcall), CallError::other);
+  EXPECT_EQ(classify_load_error("ERR Library 'fairlock_0123456789abcdef' already exists"), LoadError::loaded_by_peer);
+  EXPECT_EQ(classify_load_error("NOPERM this user has no permissions to run the 'function|load' command"),
+            LoadError::no_functions);
+  EXPECT_EQ(classify_load_error("ERR unknown command 'FUNCTION', with args beginning with: 'LOAD' "),
+            LoadError::no_functions);
+  EXPECT_EQ(classify_load_error("OOM command not allowed when used memory > 'maxmemory'."), LoadError::other);
+  EXPECT_EQ(classify_load_error("READONLY You can't write against a read only replica."), LoadError::other);
 }
 
 }  // namespace

@@ -723,17 +723,23 @@ TEST(ScriptArgv, WrongNumberOfKeysGetsFlbadarg) {
   const std::string name = unique("nkeys");
   const std::string m = "p00000000000000aa:000000000000000000000000000000b1";
   using namespace fairlock::detail::lua;
-  for (auto src : {acquire_source, release_source, cancel_source, heartbeat_source, inspect_source, evict_source}) {
-    std::string sha = s.cmd({"SCRIPT", "LOAD", std::string(src)});
+  s.cmd({"FUNCTION", "LOAD", "REPLACE", std::string(library_source)});
+  std::vector<std::pair<std::string, std::string>> ways;  // EVALSHA <sha> or FCALL <function>, per script
+  for (const auto& script : kScripts) {
+    ways.emplace_back("EVALSHA", s.cmd({"SCRIPT", "LOAD", std::string(script.source)}));
+    ways.emplace_back("FCALL", std::string(script.function));
+  }
+  for (const auto& [command, script] : ways) {
     for (int nkeys : {0, 4, 6}) {
-      std::vector<std::string> argv = {"EVALSHA", sha, std::to_string(nkeys)};
+      std::vector<std::string> argv = {command, script, std::to_string(nkeys)};
       for (int i = 0; i < nkeys; ++i) argv.push_back(qkey(name, std::to_string(i)));
       for (const auto& a : {m, std::string("1"), std::string("1000"), std::string("1000"), std::string("q")}) {
         argv.push_back(a);
       }
       std::string reply = s.cmd(argv);
       ++g_inputs;
-      EXPECT_EQ(reply.rfind("ERR:FLBADARG ", 0), 0u) << nkeys << " keys -> " << reply;
+      EXPECT_EQ(reply.rfind("ERR:FLBADARG ", 0), 0u)
+          << command << " " << script << ", " << nkeys << " keys -> " << reply;
     }
   }
   EXPECT_EQ(s.cmd({"KEYS", "fairlock:{" + name + "}*"}), "");

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "redis_server.h"
+#include "test_util.h"
 
 namespace fairlock::faults {
 namespace {
@@ -181,15 +182,21 @@ TEST(NoScript, FlushedScriptCacheNeverReachesACaller) {
   stop = true;
   for (auto& t : threads) t.join();
 
-  // Each client recovers at least once, whatever the scheduling was.
+  // Each client recovers at least once, whatever the scheduling was, and
+  // each still runs the scripts its own way: c1 as functions (it did not
+  // fall back to EVALSHA for good under the storm), c2 by EVALSHA.
   EXPECT_EQ(server.cmd({"FUNCTION", "FLUSH"}), "OK");
   EXPECT_EQ(server.cmd({"SCRIPT", "FLUSH"}), "OK");
   for (Client* c : clients) {
+    const long long fcalls = test::command_calls(server, "fcall"), evalshas = test::command_calls(server, "evalsha");
     FairLock l(*c, names[0], lo);
     take(l, 0, "lock() after the last flush", lock_calls, lock_ok, [&] {
       l.lock();
       return true;
     });
+    const bool functions = c == &c1;
+    EXPECT_GT(test::command_calls(server, functions ? "fcall" : "evalsha"), functions ? fcalls : evalshas)
+        << (functions ? "the functions client ran no FCALL" : "the EVALSHA client ran no EVALSHA");
   }
 
   std::cout << "[figures] " << flushes << " FUNCTION FLUSH + SCRIPT FLUSH; lock() " << lock_ok << "/" << lock_calls
