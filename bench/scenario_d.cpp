@@ -1,7 +1,6 @@
 // D. The scale of one queue: per-call script time and memory per waiter with
 // 10 ... 100000 protocol-level waiters queued on one name.
 #include <cmath>
-#include <cstdio>
 #include <deque>
 #include <memory>
 
@@ -15,15 +14,7 @@ constexpr std::uint64_t kCid = 0xd0d0d0d0ULL;
 
 // The server's count and time of FCALL (the raw calls run the scripts as
 // functions, as the client does by default).
-CmdStat fcall_stat(Redis& r) {
-  Reply rep = r.cmd({"INFO", "commandstats"});
-  std::string text = reply_str(rep.get());
-  CmdStat c;
-  auto pos = text.find("cmdstat_fcall:");
-  if (pos == std::string::npos) return c;
-  std::sscanf(text.c_str() + pos, "cmdstat_fcall:calls=%lld,usec=%lld", &c.calls, &c.usec);
-  return c;
-}
+CmdStat fcall_stat(Redis& r) { return snapshot(r).cmds["fcall"]; }
 
 double mean(const std::vector<double>& v) {
   double s = 0;

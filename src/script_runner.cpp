@@ -61,7 +61,8 @@ ScriptRunner::ScriptRunner(ScriptWay way, std::function<void()> on_reload,
     : way_(way), on_reload_(std::move(on_reload)), on_fallback_(std::move(on_fallback)) {}
 
 std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptCall>& calls, milliseconds budget) {
-  Batch b{calls, {}, std::vector<ScriptWay>(calls.size(), way_.load()), way_.load()};
+  const ScriptWay way = way_.load();  // once: the batch and what it records as sent agree
+  Batch b{calls, {}, std::vector<ScriptWay>(calls.size(), way), way};
   std::vector<Argv> argv;
   argv.reserve(calls.size());
   for (const auto& call : calls) argv.push_back(call_argv(call, b.way));

@@ -38,7 +38,6 @@ class Server {
   // A connection of its own (the subscriber's).
   std::unique_ptr<Connection> connect() const;
   const Endpoint& endpoint() const { return target_.endpoint; }
-  ScriptWay script_way() const { return scripts_.way(); }
 
  private:
   const Target target_;
