@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "fairlock_lua.h"
 
@@ -447,7 +448,7 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
   if (argv.size() < 2) return;
   std::string cmd = lower(argv[0]);
   std::string name, suffix;
-  static const std::set<std::string> writes = {"zadd", "zrem",    "hset",    "hdel",   "set",     "incr",
+  static const std::set<std::string> writes = {"zadd", "zrem",    "zpopmin", "hset",   "hdel",    "set",   "incr",
                                                "del",  "zincrby", "hincrby", "expire", "pexpire", "unlink"};
   if (kind_ == "other" || kind_ == "snapshot") {  // not one of the four protocol scripts
     if (!writes.count(cmd)) return;
@@ -483,6 +484,10 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
     st.expire_at[suffix] = ts + std::atoll(argv[2].c_str()) * 1000;
     return;
   }
+  if (cmd == "pexpireat" && argv.size() >= 3) {  // Redis expires a key once now (ms) > the time set
+    st.expire_at[suffix] = (std::atoll(argv[2].c_str()) + 1) * 1000;
+    return;
+  }
   if (cmd == "zadd") {
     for (size_t i = 2; i + 1 < argv.size(); i += 2) {
       double sc = score(argv[i]);
@@ -495,19 +500,14 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
         bool fresh = !st.h.count(m);
         st.h[m] = sc;
         if (fresh) new_holders_.insert({name, m});
-        if (check) check_permits(name, st, "ZADD h " + m);
+        if (check) permit_checks_.emplace(name, "ZADD h " + m);
       }
     }
   } else if (cmd == "zrem") {
     for (size_t i = 2; i < argv.size(); ++i) {
       const std::string& m = argv[i];
       if (suffix == "q") {
-        auto it = st.q.find(m);
-        if (it == st.q.end()) continue;
-        auto w = st.w.find(m);
-        if (w != st.w.end()) removed_w_.emplace(m, w->second);
-        q_removed_[m] = QRemoval{name, ts, it->second};
-        st.q.erase(it);
+        remove_waiter(ts, name, st, m);
       } else if (suffix == "w") {
         auto it = st.w.find(m);
         if (it == st.w.end()) continue;
@@ -519,6 +519,16 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
         h_removed_.push_back(HRemoval{name, m, it->second, ts, ""});
         st.h.erase(it);
       }
+    }
+  } else if (cmd == "zpopmin" && suffix == "q") {
+    const long count = argv.size() > 2 ? std::atol(argv[2].c_str()) : 1;
+    for (long i = 0; i < count && !st.q.empty(); ++i) {
+      // The lowest score, ties by member: Redis's order.
+      auto head = std::min_element(st.q.begin(), st.q.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.second, a.first) < std::tie(b.second, b.first);
+      });
+      const std::string m = head->first;
+      remove_waiter(ts, name, st, m);
     }
   } else if (cmd == "hset" && suffix == "g") {
     for (size_t i = 2; i + 1 < argv.size(); i += 2) {
@@ -554,7 +564,16 @@ void ServerLog::record_cmd(std::int64_t ts, const std::string& cmd, const std::v
   for (size_t i = 2; i + 1 < argv.size(); i += 2) st.rec[argv[i]] = argv[i + 1];
   if (!inline_grant) return;
   grant(ts, name, st, st.rec["o"], st.rec["s"]);
-  if (!tainted_.count(name)) check_permits(name, st, "an inline grant to " + st.rec["o"]);
+  if (!tainted_.count(name)) permit_checks_.emplace(name, "an inline grant to " + st.rec["o"]);
+}
+
+void ServerLog::remove_waiter(std::int64_t ts, const std::string& name, NameState& st, const std::string& m) {
+  auto it = st.q.find(m);
+  if (it == st.q.end()) return;
+  auto w = st.w.find(m);
+  if (w != st.w.end()) removed_w_.emplace(m, w->second);
+  q_removed_[m] = QRemoval{name, ts, it->second};
+  st.q.erase(it);
 }
 
 // A grant of `fence_text` to `member`: it goes to the lowest ticket, above
@@ -630,6 +649,10 @@ void ServerLog::check_permits(const std::string& name, const NameState& st, cons
 
 void ServerLog::finish_script() {
   if (!in_script_) return;
+  for (auto& [name, after] : permit_checks_) {
+    auto st = names_.find(name);
+    if (st != names_.end() && !tainted_.count(name)) check_permits(name, st->second, after);
+  }
   for (auto& [m, r] : q_removed_) {
     if (granted_.count({r.name, m}) || tainted_.count(r.name)) continue;
     if ((kind_ == "cancel" || kind_ == "evict") && own_.count(m)) continue;  // the owner leaves / the operator evicts
@@ -667,6 +690,7 @@ void ServerLog::drop_script() {
   h_removed_.clear();
   granted_.clear();
   new_holders_.clear();
+  permit_checks_.clear();
 }
 
 }  // namespace fairlock::faults

@@ -99,6 +99,8 @@ class ServerLog {
   bool moved(const std::string& name, const NameState& st, const std::string& member, const std::string& fence_text);
   void inline_removed(std::int64_t ts, const std::string& name, const NameState& st);
   void check_permits(const std::string& name, const NameState& st, const std::string& after);
+  // Takes q's member `m` out as a ZREM or ZPOPMIN of the script does.
+  void remove_waiter(std::int64_t ts, const std::string& name, NameState& st, const std::string& m);
   void finish_script();  // checks the script just replayed, then forgets it
   void drop_script();    // forgets it unchecked
   bool split_key(const std::string& key, std::string& name, std::string& suffix) const;
@@ -150,6 +152,10 @@ class ServerLog {
   std::vector<HRemoval> h_removed_;
   std::set<std::pair<std::string, std::string>> granted_;  // (name, member)
   std::set<std::pair<std::string, std::string>> new_holders_;
+  // Names this script added a holder to (-> what added it): their permits
+  // are checked when it ends (a release hands its permit on before it
+  // leaves h).
+  std::map<std::string, std::string> permit_checks_;
 };
 
 // Parses one MONITOR line into (timestamp us, from_lua, argv). False if malformed.

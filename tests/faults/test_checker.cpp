@@ -202,6 +202,35 @@ TEST(ServerLogReplay, InOrderHandoffPasses) {
   EXPECT_EQ(f.log.grants().size(), 2u);
 }
 
+// As release writes it now: the head is popped and granted before the
+// releaser leaves h, so h briefly has two entries within the script.
+TEST(ServerLogReplay, AHandoffByZpopminBeforeTheHolderLeavesPasses) {
+  Feed f;
+  setup(f);
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"ZPOPMIN", key("q")});
+  f.line(true, {"ZREM", key("w"), "pb:2"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), "pb:2"});
+  f.line(true, {"HSET", key("g"), "pb:2", "2:" + std::to_string(f.ms())});
+  f.line(true, {"ZREM", key("h"), "pa:1"});
+  f.line(true, {"HDEL", key("g"), "pa:1"});
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  EXPECT_EQ(f.log.grants().size(), 2u);
+}
+
+TEST(ServerLogReplay, FlagsAPoppedHeadThatIsNotGrantedAndAHolderThatStays) {
+  Feed f;
+  setup(f);
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"ZPOPMIN", key("q")});  // pops pb:2 (ticket 2), live
+  f.line(true, {"ZREM", key("w"), "pb:2"});
+  f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), "pc:3"});
+  f.line(true, {"HSET", key("g"), "pc:3", "3:" + std::to_string(f.ms())});
+  auto v = f.done();  // and pa:1 never left h
+  EXPECT_TRUE(any(v, "live waiter pb:2 (ticket 2"));
+  EXPECT_TRUE(any(v, "2 holders for 1 permit(s) after ZADD h pc:3"));
+}
+
 TEST(ServerLogReplay, FlagsAGrantThatSkipsALiveWaiter) {
   Feed f;
   setup(f);
