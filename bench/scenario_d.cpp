@@ -45,7 +45,7 @@ bool fill(Env& e, Redis& c, Queue& q, std::uint64_t& counter) {
     std::vector<std::vector<std::string>> batch;
     for (int b = 0; b < 1000 && i < q.n; ++b, ++i) {
       q.waiters.push_back(fake_member('p', kCid, ++counter));
-      batch.push_back(raw_acquire_argv(*q.k, q.waiters.back(), 1, 600000, 600000, 'q'));
+      batch.push_back(raw_acquire_argv(*q.k, q.waiters.back(), 1, 600000, 600000, 'f'));
     }
     for (auto& r : c.pipeline(batch)) {
       if (r->type != REDIS_REPLY_ARRAY || reply_int(r->element[0]) != 0) {
@@ -68,7 +68,7 @@ bool cycle(Env& e, Redis& c, Queue& q, std::uint64_t& counter) {
   CmdStat s0 = fcall_stat(c);
   std::string m = fake_member('p', kCid, ++counter);
   std::int64_t t0 = now_ns();
-  Reply a = c.cmd(raw_acquire_argv(*q.k, m, 1, 600000, 600000, 'q'));
+  Reply a = c.cmd(raw_acquire_argv(*q.k, m, 1, 600000, 600000, 'f'));  // a fresh member, as the client sends it
   std::int64_t t1 = now_ns();
   CmdStat s1 = fcall_stat(c);
   Reply r = c.cmd(raw_release_argv(*q.k, q.holder, 1));

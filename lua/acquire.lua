@@ -6,7 +6,11 @@
 --       3 lease_ms      lease of a grant made in this call (1 .. 2^31-1)
 --       4 liveness_ms   waiter liveness if queued (1 .. 2^31-1)
 --       5 mode          "q": queue if not granted now; "t": try, never
---                       queue (a member already queued just gets its state)
+--                       queue (a member already queued just gets its state);
+--                       "f": as "q", for a member never sent before (a
+--                       fresh token's first call): its own entries are not
+--                       looked up. A call that may have run (a lost reply)
+--                       is retried with "q".
 -- Returns:
 --   {1, fence}                    granted (now, earlier by handoff, or a retry
 --                                 of a grant already held: same fence; the
@@ -31,7 +35,7 @@ if not lease then return err end
 liveness, err = int_arg(4, 1, 2147483647, 'liveness_ms')
 if not liveness then return err end
 local mode = ARGV[5]
-if mode ~= 'q' and mode ~= 't' then return fail('BADARG', 'mode must be q or t') end
+if mode ~= 'q' and mode ~= 't' and mode ~= 'f' then return fail('BADARG', 'mode must be f, q or t') end
 
 local now = now_ms()
 err = read_record()
@@ -66,34 +70,36 @@ elseif stored and valid_permits(stored) ~= permits then
 end
 fill(now, permits)
 
-fence = holder_fence(member, now)
-if fence then
-  zadd(H, now + lease, member)
-  cleanup(now, now + lease)
-  return {1, fence}
-end
-
 local function earliest_holder()
-  local first = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
-  if #first == 0 then return -1 end
-  return math.min(MAX_MS, math.max(0, tonumber(first[2]) - now))
+  local deadline = first_holder()[2]
+  if not deadline then return -1 end
+  return math.min(MAX_MS, math.max(0, deadline - now))
 end
 
-local ticket = live_score(W, member, now) and tonumber(redis.call('ZSCORE', Q, member))
-if ticket and not valid_fence(ticket) then  -- corrupt (tampered): queue again below
-  drop_waiter(member)
-  ticket = nil
-end
-if ticket then
-  zadd(W, now + liveness, member)
-  cleanup(now, now + liveness)
-  return {0, ticket, redis.call('ZRANK', Q, member), earliest_holder()}
+-- The caller's own state, unless it has none (mode "f").
+if mode ~= 'f' then
+  fence = holder_fence(member, now)
+  if fence then
+    zadd(H, now + lease, member)
+    cleanup(now, now + lease)
+    return {1, fence}
+  end
+  local ticket = live_score(W, member, now) and tonumber(redis.call('ZSCORE', Q, member))
+  if ticket and not valid_fence(ticket) then  -- corrupt (tampered): queue again below
+    drop_waiter(member)
+    ticket = nil
+  end
+  if ticket then
+    zadd(W, now + liveness, member)
+    cleanup(now, now + liveness)
+    return {0, ticket, redis.call('ZRANK', Q, member), earliest_holder()}
+  end
 end
 
 -- After fill(), a free permit with an empty queue means nobody live waits.
 -- (If fill stopped at its skip bound, stale heads remain: still no barging.)
-local held, queued = card(H), card(Q)
-local free = held < permits and queued == 0
+local queued = card(Q)
+local free = queued == 0 and card(H) < permits
 if mode == 't' and not free then
   cleanup(now, nil)
   return {-1}
@@ -102,9 +108,9 @@ end
 local t = next_ticket(now)
 if not stored then g_set('permits', permits) end  -- else it is stored (step 4)
 if free then
+  if card(H) == 0 then fresh[H] = true end
   zadd(H, now + lease, member)
   redis.call('HSET', G, member, string.format('%d:%d', t, now))
-  if held == 0 then fresh[H] = true end
   cleanup(now, now + lease)
   return {1, t}
 end

@@ -39,6 +39,8 @@ local VERSION = '2'       -- the protocol version this script set speaks (the re
 local R = {}              -- the record as this call read it (read_record): s, o, d, t, p
 local cards = {}          -- ZCARD of h and q as this call knows them (card, zadd, zrem)
 local g_fields = nil      -- g's "permits" and "x" as this call knows them (g_field, g_set)
+local h_first = nil       -- h's earliest entry {member, deadline} as this call knows it ({} if
+                          -- h is empty; nil until read, and again after any change of h)
 
 -- Starts a call: every operation script runs `begin(KEYS, ARGV)` first. It
 -- takes the keys and arguments and resets every per-call value above, so
@@ -50,7 +52,7 @@ local function begin(keys, args)
   end
   Q, W, H, G, SEQ = keys[1], keys[2], keys[3], keys[4], keys[5]
   ARGS = args
-  fresh, moved_deadline, R, cards, g_fields = {}, nil, {}, {}, nil
+  fresh, moved_deadline, R, cards, g_fields, h_first = {}, nil, {}, {}, nil, nil
   return nil
 end
 
@@ -139,6 +141,7 @@ end
 local function zadd(key, score, member)
   local n = redis.call('ZADD', key, score, member)
   if cards[key] then cards[key] = cards[key] + n end
+  if key == H then h_first = nil end
   return n
 end
 
@@ -146,7 +149,32 @@ end
 local function zrem(key, ...)
   local n = redis.call('ZREM', key, ...)
   if cards[key] then cards[key] = cards[key] - n end
+  if key == H then h_first = nil end
   return n
+end
+
+-- ZPOPMIN of q: its head, member and ticket, removed; nil if q is empty.
+local function pop_head()
+  local head = redis.call('ZPOPMIN', Q)
+  if #head == 0 then return nil end
+  if cards[Q] then cards[Q] = cards[Q] - 1 end
+  return head[1], tonumber(head[2])
+end
+
+-- h's earliest entry: {member, deadline}, or {} if h is empty. Read once,
+-- and again only after this call changed h (zadd, zrem).
+local function first_holder()
+  if not h_first then
+    local e = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
+    h_first = #e == 0 and {} or {e[1], tonumber(e[2])}
+  end
+  return h_first
+end
+
+-- Tells first_holder, without a read, that h holds one entry: `member`,
+-- whose deadline this call has read.
+local function sole_holder(member, deadline)
+  h_first = {member, deadline}
 end
 
 -- g's field "permits" or "x" (false if absent): both are read at the first
@@ -197,8 +225,11 @@ end
 -- per-grant path): corrupt far deadlines are rare and harmless until such
 -- an entry heads the queue (fill and live_score treat it as expired) or
 -- holds a permit, and every waiting process beats a few times per liveness.
+-- Without `deep`, h is searched only if its earliest deadline has passed:
+-- that read serves acquire's reply as well (first_holder).
 local function prune(now, deep)
-  local hx = dead_entries(H, now, deep)
+  local earliest = not deep and first_holder()[2]
+  local hx = (deep or (earliest and earliest <= now)) and dead_entries(H, now, deep) or {}
   if #hx > 0 then drop_holder(unpack(hx)) end
   local wx = dead_entries(W, now, deep)
   if #wx > 0 then drop_waiter(unpack(wx)) end
@@ -222,20 +253,26 @@ end
 
 -- Grant free permits to the head of the live queue, in ticket order.
 -- A handed-off grant lasts until the grantee's liveness deadline; its next
--- heartbeat (or acquire) turns it into a full lease.
-local function fill(now, permits)
-  local held = card(H)
+-- heartbeat (or acquire) turns it into a full lease. `leaving` (0 or 1)
+-- holders still in h count as gone: a release hands its permit on before
+-- it leaves h, so h is not deleted and created again (and needs no new
+-- expiry; cleanup).
+local function fill(now, permits, leaving)
+  leaving = leaving or 0
+  -- A lock whose h has an entry (none leaving) has no free permit: h need
+  -- not be counted.
+  if permits == 1 and leaving == 0 and not cards[H] and h_first and h_first[1] then return end
+  local held = card(H) - leaving
   local skipped = 0
   while held < permits and skipped < SKIP_LIMIT and card(Q) > 0 do
-    local head = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-    if #head == 0 then break end  -- only if card(Q) were wrong: a guard, not a case
-    local member, ticket = head[1], tonumber(head[2])
+    local member, ticket = pop_head()
+    if not member then break end  -- only if card(Q) were wrong: a guard, not a case
     local deadline = tonumber(redis.call('ZSCORE', W, member))
-    drop_waiter(member)
+    zrem(W, member)
     -- A corrupt ticket would become a corrupt fence: the entry is dropped
     -- like an expired one (its owner learns it is gone and queues again).
     if live_deadline(deadline, now) and valid_fence(ticket) then
-      if held == 0 then fresh[H] = true end
+      if card(H) == 0 then fresh[H] = true end
       zadd(H, deadline, member)
       redis.call('HSET', G, member, string.format('%d:%d', ticket, now))
       held = held + 1
@@ -367,7 +404,7 @@ end
 -- comes within a second of it; a key this call created (`fresh`, declared
 -- at the top) gets the x that stands.
 local function cleanup(now, horizon)
-  if card(H) == 0 and card(Q) == 0 then
+  if card(Q) == 0 and card(H) == 0 then
     redis.call('DEL', G, W)
     g_fields = {}
     return

@@ -23,17 +23,20 @@ if R.o == member then  -- Fast path: the uncontended holder, kept inline
   return 0
 end
 inflate(now)
-local released = 0
-if holder_fence(member, now) then  -- a grant past its deadline is not released, it was lost
-  drop_holder(member)
-  released = 1
-  -- Fast path: nobody else holds or waits.
-  if card(H) == 0 and card(Q) == 0 then
-    redis.call('DEL', G, W)
+-- A grant past its deadline is not released, it was lost (live_score
+-- removes it).
+local deadline = live_score(H, member, now)
+local released = deadline and 1 or 0
+if released == 1 and card(H) == 1 then
+  if card(Q) == 0 then  -- nobody else holds or waits
+    redis.call('DEL', H, G, W)
     return 1
   end
+  sole_holder(member, tonumber(deadline))  -- so prune need not read h
 end
 prune(now)
-fill(now, stored_permits(permits))
+-- The permit is handed on before the holder leaves h (see fill).
+fill(now, stored_permits(permits), released)
+if released == 1 then drop_holder(member) end
 cleanup(now, nil)
 return released

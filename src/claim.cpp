@@ -21,7 +21,7 @@ std::optional<std::string> Claim::begin(std::string member, bool queue, std::opt
   queue_ = queue;
   deadline_ = deadline;
   outcome_.reset();
-  asked_ = maybe_queued_ = counted_wait_ = false;
+  sent_ask_ = asked_ = maybe_queued_ = counted_wait_ = false;
   refreshed_at_ = SteadyTime{};
   ticket_ = 0;
   position_ = next_expiry_ms_ = -1;
@@ -57,7 +57,9 @@ Step Claim::next(SteadyTime now, const WaitContext& ctx) {
 Step Claim::ask(bool queue) {
   timer_at_.reset();
   retry_at_.reset();
-  return Step{Step::Kind::ask, {}, queue};
+  const bool first = !sent_ask_;
+  sent_ask_ = true;
+  return Step{Step::Kind::ask, {}, queue, first};
 }
 
 // A grant handed to us (PUBLISH or heartbeat) needs no round trip, if it is

@@ -31,7 +31,7 @@ struct WaitContext {
 
 struct Step {
   enum class Kind {
-    ask,        // run acquire (`queue` says how), then on_acquired / on_ask_failed
+    ask,        // run acquire (`queue`, `first` say how), then on_acquired / on_ask_failed
     wait,       // sleep until `until` or until an event arrives
     give_up,    // the deadline passed: run cancel, then on_gave_up
     cancelled,  // cancel() or shutdown: leave the queue, then finish_cancelled
@@ -41,6 +41,7 @@ struct Step {
   } kind;
   SteadyTime until{};
   bool queue = true;
+  bool first = false;  // the wait's first ask: its member was never sent
 };
 
 // What a release has to do.
@@ -129,6 +130,7 @@ class Claim {
   bool queue_ = true;
   std::optional<SteadyTime> deadline_;
   std::optional<Step::Kind> outcome_;  // set once the wait has ended
+  bool sent_ask_ = false;              // an ask step was handed out
   bool asked_ = false;                 // a first reply came back
   bool maybe_queued_ = false;          // or a first call may have run
   bool counted_wait_ = false;

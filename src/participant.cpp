@@ -96,7 +96,7 @@ bool Participant::drive(const std::string& member, bool watched) {
     for (;;) {
       const Step step = claim_.next(steady_clock::now(), wait_context(watched));
       switch (step.kind) {
-        case Step::Kind::ask: ask(lk, member, step.queue); break;
+        case Step::Kind::ask: ask(lk, member, step); break;
         case Step::Kind::wait: cv_.wait_until(lk, step.until); break;
         case Step::Kind::give_up: give_up(lk, member); break;
         case Step::Kind::granted: return finish_granted(lk);
@@ -141,13 +141,13 @@ WaitContext Participant::wait_context(bool watched) const {
   return WaitContext{client_->stopped(), signals, client_->session().heartbeat_period()};
 }
 
-void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, bool queue) {
+void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step) {
   lk.unlock();
   const SteadyTime sent = steady_clock::now();
   Acquired reply;
   std::exception_ptr error;
   try {
-    reply = detail::acquire(node().server, keys_, acquire_args(member, queue));
+    reply = detail::acquire(node().server, keys_, acquire_args(member, step));
   } catch (const Error&) {
     error = std::current_exception();
   }
@@ -155,8 +155,8 @@ void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& membe
   settle_ask(lk, reply, error, sent);
 }
 
-AcquireArgs Participant::acquire_args(const std::string& member, bool queue) const {
-  return AcquireArgs{member, permits_, opts_.lease, client_->options().liveness_ttl, queue};
+AcquireArgs Participant::acquire_args(const std::string& member, const Step& step) const {
+  return AcquireArgs{member, permits_, opts_.lease, client_->options().liveness_ttl, step.queue, step.first};
 }
 
 // The acquire call sent at `sent` came back, or failed with `error`: the

@@ -65,8 +65,8 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
  private:
   std::string start_wait(std::optional<SteadyTime> deadline, bool queue);
   bool drive(const std::string& member, bool watched);
-  void ask(std::unique_lock<std::mutex>& lk, const std::string& member, bool queue);
-  AcquireArgs acquire_args(const std::string& member, bool queue) const;
+  void ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step);
+  AcquireArgs acquire_args(const std::string& member, const Step& step) const;
   void settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
                   SteadyTime sent);
   void notify_waiter();
@@ -91,7 +91,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
     std::uint64_t id;
     bool watched;  // keyspace mode: subscribed to the name's wake channel
   };
-  void send_ask(ScriptBatch& batch, const std::string& member, bool queue, SteadyTime now);
+  void send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now);
   void send_give_up(ScriptBatch& batch, const std::string& member);
   void send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait);
   void on_ask_reply(const redisReply* reply, std::exception_ptr error, SteadyTime sent);

@@ -60,7 +60,7 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
     const bool watched = async_->watched && node().wake.watching(name_);
     const Step step = claim_.next(now, wait_context(watched));
     switch (step.kind) {
-      case Step::Kind::ask: send_ask(batch, member, step.queue, now); break;
+      case Step::Kind::ask: send_ask(batch, member, step, now); break;
       case Step::Kind::wait: return step.until;
       case Step::Kind::give_up: send_give_up(batch, member); break;
       case Step::Kind::granted:
@@ -93,8 +93,8 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
   return std::nullopt;
 }
 
-void Participant::send_ask(ScriptBatch& batch, const std::string& member, bool queue, SteadyTime now) {
-  batch.add(node().server, acquire_call(keys_, acquire_args(member, queue)),
+void Participant::send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now) {
+  batch.add(node().server, acquire_call(keys_, acquire_args(member, step)),
             [self = shared_from_this(), now](const redisReply* reply, const std::exception_ptr& error) {
               self->on_ask_reply(reply, error, now);
             });

@@ -143,13 +143,18 @@ std::uint64_t checked_fence(long long v, const char* what) {
   return static_cast<std::uint64_t>(v);
 }
 
+const char* acquire_mode(const AcquireArgs& a) {
+  if (!a.queue) return "t";
+  return a.first ? "f" : "q";
+}
+
 }  // namespace
 
 ScriptCall acquire_call(const Keys& keys, const AcquireArgs& a) {
   return ScriptCall{
       Script::acquire,
       &keys,
-      {std::string(a.member), str(a.permits), str(a.lease.count()), str(a.liveness.count()), a.queue ? "q" : "t"}};
+      {std::string(a.member), str(a.permits), str(a.lease.count()), str(a.liveness.count()), acquire_mode(a)}};
 }
 
 Acquired parse_acquired(const redisReply& r) {

@@ -74,7 +74,8 @@ struct AcquireArgs {
   std::uint32_t permits = 1;
   std::chrono::milliseconds lease{0};
   std::chrono::milliseconds liveness{0};
-  bool queue = true;  // false: never queue (try_lock)
+  bool queue = true;   // false: never queue (try_lock)
+  bool first = false;  // queue, and the member was never sent: mode "f" (lua/acquire.lua)
 };
 struct Acquired {
   enum class Status { granted, queued, busy } status = Status::busy;

@@ -120,6 +120,26 @@ TEST_F(Scripts, RetriedAcquireReturnsSameGrant) {
   EXPECT_EQ(redis({"HGET", keys.seq, "o"}), "(nil)");
 }
 
+// Mode "f" (a fresh member's first call) queues as "q" does, without the
+// two reads that look for the caller's own entries; "q" still finds them.
+TEST_F(Scripts, AFirstCallQueuesWithoutLookingUpItsOwnEntries) {
+  EXPECT_EQ(acquire(member(1), 1, 10000, 10000, "f")[0], 1);  // idle: granted inline, as by "q"
+  const long long zscores = command_calls(server(), "zscore");
+  auto first = acquire(member(2), 1, 10000, 10000, "f");
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(first[0], 0);
+  EXPECT_EQ(first[2], 0);  // first in line
+  EXPECT_GT(first[3], 0);  // ms until the holder's deadline
+  EXPECT_EQ(command_calls(server(), "zscore"), zscores);
+  EXPECT_EQ(acquire(member(3), 1, 10000, 10000, "f")[2], 1);
+  auto again = acquire(member(2));  // a retry ("q") finds the entry: same ticket and place
+  EXPECT_EQ(again[1], first[1]);
+  EXPECT_EQ(again[2], 0);
+  EXPECT_EQ(command_calls(server(), "zscore"), zscores + 3);  // h, w and q looked up
+  EXPECT_EQ(release(member(1)), 1);
+  EXPECT_EQ(acquire(member(2)), (std::vector<long long>{1, first[1]}));  // the ticket is the fence
+}
+
 TEST_F(Scripts, ReleaseChecksOwnerAndIsIdempotent) {
   acquire(member(1));
   acquire(member(2));
@@ -418,14 +438,17 @@ TEST_F(Scripts, HandoffAndFreeGrantInOneCallKeepTheExpiry) {
   release(member(4), 2);
 }
 
-// A handoff empties h and creates it again (and empties q and w): the new h
-// gets the expiry that stands (g's x), one PEXPIREAT instead of four.
-TEST_F(Scripts, AHandoffGivesTheRecreatedHolderSetTheStandingExpiry) {
+// A release hands its permit on before it leaves h, so h is never emptied
+// and created again: it keeps the expiry that stands (g's x), and no call
+// sets it again.
+TEST_F(Scripts, AHandoffKeepsTheHolderSetAndItsStandingExpiry) {
   auto pttl = [&](const std::string& k) { return std::stoll(redis({"PTTL", k})); };
   EXPECT_EQ(acquire(member(1), 1, 10000)[0], 1);
   EXPECT_EQ(acquire(member(2), 1, 10000, 30000)[0], 0);  // x is pushed past its liveness
   const long long x = std::stoll(redis({"HGET", keys.g, "x"}));
-  EXPECT_EQ(release(member(1)), 1);  // hands off to member 2: h is created again
+  const long long pexpireats = command_calls(server(), "pexpireat");
+  EXPECT_EQ(release(member(1)), 1);  // hands off to member 2
+  EXPECT_EQ(command_calls(server(), "pexpireat"), pexpireats);
   EXPECT_EQ(redis({"HGET", keys.g, "x"}), std::to_string(x));
   EXPECT_EQ(redis({"PEXPIRETIME", keys.h}), std::to_string(x));
   EXPECT_EQ(redis({"PEXPIRETIME", keys.g}), std::to_string(x));

@@ -25,9 +25,9 @@ const std::vector<std::string> kMinimalRule = {"resetkeys", "~fairlock:*", "rese
                                                // the client itself
                                                "+fcall", "+function|load", "+subscribe", "+scan",
                                                // the scripts
-                                               "+time", "+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore",
-                                               "+zcard", "+zrank", "+hget", "+hmget", "+hset", "+hdel", "+type", "+get",
-                                               "+del", "+exists", "+pexpireat", "+publish"};
+                                               "+time", "+zadd", "+zrem", "+zpopmin", "+zrange", "+zrangebyscore",
+                                               "+zscore", "+zcard", "+zrank", "+hget", "+hmget", "+hset", "+hdel",
+                                               "+type", "+get", "+del", "+exists", "+pexpireat", "+publish"};
 // The same rule for a client that runs the scripts by EVALSHA (a server
 // without functions, or Options::use_functions false).
 std::vector<std::string> evalsha_rule() {
