@@ -112,11 +112,8 @@ void ScriptRunner::load_and_run(Connection& c, Batch& b, const std::vector<std::
   std::vector<Argv> commands;
   if (way == ScriptWay::functions) {
     commands.push_back(Argv{"FUNCTION", "LOAD", library_source()});
-  } else {
-    for (Script s : kAllScripts) {
-      const bool used = std::any_of(which.begin(), which.end(), [&](std::size_t i) { return b.calls[i].script == s; });
-      if (used) commands.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
-    }
+  } else {  // every script: the cache was flushed for all of them, and the next call needs another
+    for (Script s : kAllScripts) commands.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
   }
   const std::size_t loads = commands.size();
   for (std::size_t i : which) commands.push_back(call_argv(b.calls[i], way));
