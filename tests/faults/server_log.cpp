@@ -465,10 +465,20 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
         violation("cleanup of " + name + " (DEL " + suffix + ") while q has " + std::to_string(st.q.size()) +
                   " and h has " + std::to_string(st.h.size()) + " entries");
       }
-      if (suffix == "q") st.q.clear();
-      else if (suffix == "w") st.w.clear();
-      else if (suffix == "h") st.h.clear();
-      else if (suffix == "g") st.g.clear();
+      // Entries a DEL removes are judged as removals: a live one needs a
+      // reason (its owner's release or cancel, an evict), as with ZREM.
+      if (suffix == "q") {
+        std::vector<std::string> members;
+        for (const auto& e : st.q) members.push_back(e.first);
+        for (const auto& m : members) remove_waiter(ts, name, st, m);
+      } else if (suffix == "w") {
+        st.w.clear();
+      } else if (suffix == "h") {
+        for (const auto& [m, deadline] : st.h) h_removed_.push_back(HRemoval{name, m, deadline, ts, ""});
+        st.h.clear();
+      } else if (suffix == "g") {
+        st.g.clear();
+      }
       if (suffix == "seq") {  // the record rewritten (version 1 migration): the last fence stands
         inline_removed(ts, name, st);
         st.rec.clear();
@@ -509,6 +519,11 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       if (suffix == "q") {
         remove_waiter(ts, name, st, m);
       } else if (suffix == "w") {
+        if (!popped_.empty() && popped_ != m && check) {
+          violation(name + ": the replay popped " + popped_ + " from q (ZPOPMIN) but the script then removed " + m +
+                    " from w: the replay's q has drifted from the server's");
+        }
+        popped_.clear();
         auto it = st.w.find(m);
         if (it == st.w.end()) continue;
         removed_w_.emplace(m, it->second);
@@ -527,8 +542,8 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       auto head = std::min_element(st.q.begin(), st.q.end(), [](const auto& a, const auto& b) {
         return std::tie(a.second, a.first) < std::tie(b.second, b.first);
       });
-      const std::string m = head->first;
-      remove_waiter(ts, name, st, m);
+      popped_ = head->first;
+      remove_waiter(ts, name, st, popped_);
     }
   } else if (cmd == "hset" && suffix == "g") {
     for (size_t i = 2; i + 1 < argv.size(); i += 2) {
@@ -691,6 +706,7 @@ void ServerLog::drop_script() {
   granted_.clear();
   new_holders_.clear();
   permit_checks_.clear();
+  popped_.clear();
 }
 
 }  // namespace fairlock::faults

@@ -156,6 +156,7 @@ class ServerLog {
   // are checked when it ends (a release hands its permit on before it
   // leaves h).
   std::map<std::string, std::string> permit_checks_;
+  std::string popped_;  // the member the replay took for this script's last ZPOPMIN of q
 };
 
 // Parses one MONITOR line into (timestamp us, from_lua, argv). False if malformed.

@@ -231,6 +231,36 @@ TEST(ServerLogReplay, FlagsAPoppedHeadThatIsNotGrantedAndAHolderThatStays) {
   EXPECT_TRUE(any(v, "2 holders for 1 permit(s) after ZADD h pc:3"));
 }
 
+// release's fast path, DEL h g w, when the releaser was the only holder and
+// nobody waits; the same DEL from a call that does not own the holder, with
+// waiters queued, is flagged.
+TEST(ServerLogReplay, ADelOfHIsJudgedByTheHoldersItRemoves) {
+  Feed ok;
+  ok.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
+  ok.line(true, {"HSET", key("g"), "permits", "1"});
+  ok.line(true, {"ZADD", key("h"), std::to_string(ok.ms() + 1000), "pa:1"});
+  ok.line(true, {"HSET", key("g"), "pa:1", "1"});
+  ok.script(release_sha, {"pa:1", "1"});
+  ok.line(true, {"DEL", key("h"), key("g"), key("w")});
+  EXPECT_TRUE(ok.done().empty()) << ok.done().front();
+  Feed bad;
+  setup(bad);
+  bad.script(release_sha, {"pz:9", "1"});
+  bad.line(true, {"DEL", key("h"), key("g"), key("w")});
+  auto v = bad.done();
+  EXPECT_TRUE(any(v, "live holder pa:1"));
+  EXPECT_TRUE(any(v, "(DEL g) while q has 2"));
+}
+
+TEST(ServerLogReplay, FlagsAReplayWhoseQDriftedFromTheServers) {
+  Feed f;
+  setup(f);
+  f.script(release_sha, {"pa:1", "1"});
+  f.line(true, {"ZPOPMIN", key("q")});       // the replay takes pb:2
+  f.line(true, {"ZREM", key("w"), "pc:3"});  // the server took pc:3
+  EXPECT_TRUE(any(f.done(), "the replay's q has drifted"));
+}
+
 TEST(ServerLogReplay, FlagsAGrantThatSkipsALiveWaiter) {
   Feed f;
   setup(f);
