@@ -395,6 +395,18 @@ local function inflate(now)
   end
 end
 
+-- The latest deadline in h and w, or now if none is later (a repair
+-- of g's x: two reads, never on a healthy name's path).
+local function last_deadline(now)
+  local latest = now
+  for _, key in ipairs({H, W}) do
+    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local d = #e > 0 and tonumber(e[2])
+    if d and d == d and d > latest then latest = d end
+  end
+  return latest
+end
+
 -- When nobody holds or waits, drop everything but the counter. Otherwise
 -- keep the keys expiring after every deadline in them, so a name whose
 -- processes all crashed vanishes by itself even if no script runs on it
@@ -402,7 +414,9 @@ end
 -- pushed (6 s past the deadline, on all four keys) only when a deadline this
 -- call wrote, `horizon` (or the deadline of a holder it moved into h),
 -- comes within a second of it; a key this call created (`fresh`, declared
--- at the top) gets the x that stands.
+-- at the top) gets the x that stands. An x that is missing or garbage, or
+-- does not reach a second past now, is set again from the latest deadline
+-- in h and w, whatever this call wrote.
 local function cleanup(now, horizon)
   if card(Q) == 0 and card(H) == 0 then
     redis.call('DEL', G, W)
@@ -411,7 +425,6 @@ local function cleanup(now, horizon)
   end
   local created = next(fresh) ~= nil
   if moved_deadline then horizon = math.max(horizon or 0, moved_deadline) end
-  if not horizon and not created then return end
   local b = horizon or now
   local x = tonumber(g_field('x'))
   local keys = {Q, W, H, G}
@@ -422,6 +435,10 @@ local function cleanup(now, horizon)
       if fresh[key] then keys[#keys + 1] = key end
     end
   else
+    -- No x that covers the keys (missing: g was deleted or evicted, so
+    -- the HSET that made it again left it without an expiry; or garbage):
+    -- it must cover every deadline they hold, not only this call's.
+    if not (x and x == x and now + 1000 <= x and x <= now + MAX_MS) then b = math.max(b, last_deadline(now)) end
     x = math.min(b + 6000, now + MAX_MS)
     g_set('x', string.format('%d', x))
   end

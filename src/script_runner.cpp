@@ -101,7 +101,7 @@ std::vector<std::size_t> ScriptRunner::not_run(Batch& b) {
   return out;
 }
 
-// The library (or every script the calls use), then those calls, in one
+// The library (or, by EVALSHA, all six scripts), then those calls, in one
 // pipeline: nothing of ours comes between a load and its call. A library
 // the server refuses for another reason (over maxmemory: FUNCTION LOAD is a
 // write; a read-only replica) leaves this batch to EVALSHA, whose SCRIPT

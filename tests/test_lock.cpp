@@ -316,8 +316,11 @@ TEST_P(LockAfterFlush, Recovers) {
   server().cmd({o.use_functions ? "FUNCTION" : "SCRIPT", "FLUSH"});
   lock.lock();
   lock.unlock();
-  // One load: of the library, or (by EVALSHA) of every script at the first miss.
-  EXPECT_EQ(client.stats().script_reloads, reloads + 1);
+  // One load: of the library, or (by EVALSHA) of every script at the first
+  // miss. (A heartbeat round that misses them at the same moment loads
+  // them too: at most one more. Test_scripts counts exactly, without one.)
+  EXPECT_GE(client.stats().script_reloads, reloads + 1);
+  EXPECT_LE(client.stats().script_reloads, reloads + 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Lock, LockAfterFlush, ::testing::Values(true, false),

@@ -457,6 +457,24 @@ TEST_F(Scripts, AHandoffKeepsTheHolderSetAndItsStandingExpiry) {
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
 }
 
+// g lost (deleted, or evicted under maxmemory) while the name is busy: the
+// next call that writes g again sets its expiry from the latest deadline
+// the keys hold, not only from what that call wrote.
+TEST_F(Scripts, AGThatWasLostGetsAnExpiryCoveringEveryDeadline) {
+  auto expiry = [&](const std::string& k) { return std::stoll(redis({"PEXPIRETIME", k})); };
+  EXPECT_EQ(acquire(member(1), 1, 30000)[0], 1);
+  EXPECT_EQ(acquire(member(2), 1, 10000, 500)[0], 0);
+  redis({"DEL", keys.g});
+  EXPECT_EQ(acquire(member(3), 1, 10000, 100)[0], 0);  // writes a deadline 100 ms ahead
+  const long long holder_deadline = std::stoll(redis({"ZSCORE", keys.h, member(1)}));
+  for (const auto& k : {keys.q, keys.w, keys.h, keys.g}) EXPECT_GE(expiry(k), holder_deadline + 1000) << k;
+  redis({"DEL", keys.g});
+  EXPECT_EQ(release(member(1)), 1);  // hands off to member 2: g is written again, h kept
+  EXPECT_GT(expiry(keys.g), 0);      // -1: no expiry
+  const long long grant_deadline = std::stoll(redis({"ZSCORE", keys.h, member(2)}));
+  for (const auto& k : {keys.h, keys.g}) EXPECT_GE(expiry(k), grant_deadline + 1000) << k;
+}
+
 TEST_F(Scripts, AFlushedLibraryOrScriptCacheIsReloaded) {
   redis({"FUNCTION", "FLUSH"});
   redis({"SCRIPT", "FLUSH"});
