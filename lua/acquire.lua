@@ -60,9 +60,9 @@ end
 inflate(now)
 prune(now)
 cleanup(now, nil)  -- idle check only: a name left with only expired entries is idle again
-local stored = g_field('permits')
+local stored = R.p
 if stored and not valid_permits(stored) then
-  g_set('permits', permits)  -- garbage (tampered): repair
+  record_set('p', string.format('%d', permits))  -- garbage (tampered): repair
 elseif stored and valid_permits(stored) ~= permits then
   fill(now, stored_permits(permits))  -- what prune freed is still handed on
   cleanup(now, nil)
@@ -105,8 +105,7 @@ if mode == 't' and not free then
   return {-1}
 end
 
-local t = next_ticket(now)
-if not stored then g_set('permits', permits) end  -- else it is stored (step 4)
+local t = next_ticket(now, not stored and permits)  -- with the permits, unless stored
 if free then
   if card(H) == 0 then fresh[H] = true end
   zadd(H, now + lease, member)

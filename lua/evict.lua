@@ -31,6 +31,6 @@ elseif zrem(Q, member) == 1 then
   result = 2
 end
 prune(now, true)  -- deep: an operator call, off the hot path
-fill(now, valid_permits(g_field('permits')) or permits)  -- the operator's call: as stored
-cleanup(now, nil)
+fill(now, valid_permits(R.p) or permits)  -- the operator's call: as stored
+cleanup(now, nil, true)
 return result

@@ -70,5 +70,5 @@ for i = 3, #ARGV, 2 do
     end
   end
 end
-cleanup(now, horizon)
+cleanup(now, horizon, true)  -- deep: also a key found without its expiry
 return out

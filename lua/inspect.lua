@@ -65,6 +65,6 @@ if limit > 0 then
   end
 end
 
-local permits = valid_permits(redis.call('HGET', G, 'permits')) or (R.o and valid_permits(R.p)) or 0
+local permits = valid_permits(R.p) or 0
 return {now, permits, fence_or_0(tonumber(R.s)), redis.call('ZCARD', H) + (R.o and 1 or 0),
         redis.call('ZCARD', Q), holders, waiters}

@@ -10,14 +10,15 @@
 --   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)
 --   KEYS[2] P:{N}:w    ZSET  waiter member -> liveness deadline (ms, Redis TIME)
 --   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
---   KEYS[4] P:{N}:g    HASH  "permits" -> permit count, holder member -> "<fence>:<granted ms>"
+--   KEYS[4] P:{N}:g    HASH  holder member -> "<fence>:<granted ms>"
 --   KEYS[5] P:{N}:seq  HASH  the name's record (never deleted):
---     "v" protocol version (VERSION), "s" the last ticket issued, and an
+--     "v" protocol version (VERSION), "s" the last ticket issued; while the
+--     name is in use "p" its permit count, and while it has a queue
+--     structure "x" the expiry time set on q, w, h and g (see cleanup); an
 --     uncontended holder kept inline: "o" its member, "d" its grant deadline
---     (ms), "t" when it was granted (ms), "p" the permits it was granted
---     under; its fence is "s". The inline holder exists only while q, h and
---     g do not: the first call that needs them moves it into h and g (inflate).
---   and G's field "x" = the expiry time set on q, w, h and g (see cleanup)
+--     (ms), "t" when it was granted (ms); its fence is "s". The inline
+--     holder exists only while q, h and g do not: the first call that
+--     needs them moves it into h and g (inflate).
 -- While a name is busy its keys expire some seconds after the last deadline
 -- they hold; when it goes idle they are deleted.
 -- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
@@ -31,14 +32,14 @@ local Q, W, H, G, SEQ     -- this call's keys (begin)
 local ARGS = {}          -- this call's ARGV (begin)
 local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
-local fresh = {}         -- the keys (q, w, h) this call created: they need their expiry (cleanup)
+local fresh = {}         -- the keys (q, w, h) this call created: they need their expiry (cleanup;
+                         -- g is created with h)
 local moved_deadline = nil -- the deadline of a holder this call moved into h (inflate, cleanup)
 local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
-local VERSION = '2'       -- the protocol version this script set speaks (the record's "v")
-local R = {}              -- the record as this call read it (read_record): s, o, d, t, p
+local VERSION = '3'       -- the protocol version this script set speaks (the record's "v")
+local R = {}              -- the record as this call knows it (read_record, record_set): s, o, d, t, p, x
 local cards = {}          -- ZCARD of h and q as this call knows them (card, zadd, zrem)
-local g_fields = nil      -- g's "permits" and "x" as this call knows them (g_field, g_set)
 local h_first = nil       -- h's earliest entry {member, deadline} as this call knows it ({} if
                           -- h is empty; nil until read, and again after any change of h)
 
@@ -52,7 +53,7 @@ local function begin(keys, args)
   end
   Q, W, H, G, SEQ = keys[1], keys[2], keys[3], keys[4], keys[5]
   ARGS = args
-  fresh, moved_deadline, R, cards, g_fields, h_first = {}, nil, {}, {}, nil, nil
+  fresh, moved_deadline, R, cards, h_first = {}, nil, {}, {}, nil
   return nil
 end
 
@@ -177,20 +178,10 @@ local function sole_holder(member, deadline)
   h_first = {member, deadline}
 end
 
--- g's field "permits" or "x" (false if absent): both are read at the first
--- need, then kept by g_set and cleanup, through which this call writes them.
-local function g_field(name)
-  if not g_fields then
-    local v = redis.call('HMGET', G, 'permits', 'x')
-    g_fields = {permits = v[1], x = v[2]}
-  end
-  return g_fields[name]
-end
-
--- HSET g name value (and any further field, value pairs, passed through).
-local function g_set(name, value, ...)
-  redis.call('HSET', G, name, value, ...)
-  if g_fields then g_fields[name] = value end
+-- HSET of one field of the record, kept in R.
+local function record_set(name, value)
+  R[name] = value
+  redis.call('HSET', SEQ, name, value)
 end
 
 -- Remove holders (one or more members) from h, with their records in g:
@@ -246,7 +237,7 @@ end
 -- the caller's own (clients agree on it; a stored value raised behind their
 -- backs must not over-grant), and the caller's when nothing valid is stored.
 local function stored_permits(caller)
-  local p = valid_permits(g_field('permits'))
+  local p = valid_permits(R.p)
   if p then return math.min(p, caller) end
   return caller
 end
@@ -314,37 +305,61 @@ local function ticket_after(now)
   return math.max(last + 1, now * 1000)
 end
 
--- Issues a new ticket: stores it in the record as the last one.
-local function next_ticket(now)
+-- Issues a new ticket: stores it in the record as the last one, with the
+-- name's `permits` unless that is false.
+local function next_ticket(now, permits)
   local t = ticket_after(now)
   R.s = string.format('%d', t)
-  redis.call('HSET', SEQ, 'v', VERSION, 's', R.s)
+  if permits then
+    R.p = string.format('%d', permits)
+    redis.call('HSET', SEQ, 'v', VERSION, 's', R.s, 'p', R.p)
+  else
+    redis.call('HSET', SEQ, 'v', VERSION, 's', R.s)
+  end
   return t
 end
 
--- Reads the record into R; every script does this first (the read it needs
--- anyway checks the version). Returns an error reply on another version.
--- A version 1 counter (a STRING at the same key) becomes a record holding
--- it, unless `readonly`: version 1 kept q, w, h and g exactly as version 2
--- does, so its queue carries on; version 1 clients then fail (WRONGTYPE) on
--- their next ticket instead of running a second queue.
-local function read_record(readonly)
-  local r = redis.pcall('HMGET', SEQ, 'v', 's', 'o', 'd', 't', 'p')
-  if r.err and not string.find(r.err, 'WRONGTYPE', 1, true) then return redis.error_reply(r.err) end
-  if r.err then
-    local last = redis.call('TYPE', SEQ).ok == 'string' and redis.call('GET', SEQ) or nil
-    if not valid_fence(tonumber(last)) then last = nil end
-    if not readonly then
-      redis.call('DEL', SEQ)
-      if last then redis.call('HSET', SEQ, 'v', VERSION, 's', last) end
+-- A record of an older version in today's layout, written back unless
+-- `readonly`. Versions 1 and 2 kept q, w, h and g's holder fields exactly as
+-- version 3 does, so their queue carries on; but they kept the permit count
+-- and x in g (fields "permits" and "x"): those move into the record.
+-- Version 1's record was a STRING holding the last ticket (r = {'1', last}).
+-- Older clients then fail on the name (version 2: FLVERSION; version 1:
+-- WRONGTYPE at its next ticket) instead of running a second queue.
+local function upgrade(r, readonly)
+  local g = redis.pcall('HMGET', G, 'permits', 'x')
+  local permits, x = (not g.err) and g[1] or r[6], (not g.err) and g[2] or nil
+  if not readonly then
+    if r[1] == '1' then redis.call('DEL', SEQ) end
+    local fields = {'v', VERSION}
+    for _, f in ipairs({{'s', r[2]}, {'p', permits}, {'x', x}}) do
+      if f[2] then
+        fields[#fields + 1] = f[1]
+        fields[#fields + 1] = f[2]
+      end
     end
-    r = {VERSION, last}
+    redis.call('HSET', SEQ, unpack(fields))
+    if g[1] or g[2] then redis.call('HDEL', G, 'permits', 'x') end
   end
+  return {VERSION, r[2], r[3], r[4], r[5], permits, x}
+end
+
+-- Reads the record into R; every script does this first (the read it needs
+-- anyway checks the version). Returns an error reply on a version these
+-- scripts do not know; an older one is upgraded first.
+local function read_record(readonly)
+  local r = redis.pcall('HMGET', SEQ, 'v', 's', 'o', 'd', 't', 'p', 'x')
+  if r.err and not string.find(r.err, 'WRONGTYPE', 1, true) then return redis.error_reply(r.err) end
+  if r.err then  -- version 1: a STRING counter
+    local last = redis.call('TYPE', SEQ).ok == 'string' and redis.call('GET', SEQ) or nil
+    r = {'1', valid_fence(tonumber(last)) and last or nil}
+  end
+  if r[1] == '1' or r[1] == '2' then r = upgrade(r, readonly) end
   if r[1] and r[1] ~= VERSION then
     return fail('VERSION', r[1] .. ': this name is kept by protocol version ' .. r[1] ..
                 ', these scripts speak version ' .. VERSION)
   end
-  R = {s = r[2], o = r[3], d = r[4], t = r[5], p = r[6]}
+  R = {s = r[2], o = r[3], d = r[4], t = r[5], p = r[6], x = r[7]}
   return nil
 end
 
@@ -363,9 +378,15 @@ local function has_queue()
   return redis.call('EXISTS', Q, H, G) > 0
 end
 
--- Forgets the inline holder (released, expired, evicted or moved).
-local function drop_inline()
-  redis.call('HDEL', SEQ, 'o', 'd', 't', 'p')
+-- Forgets the inline holder (released, expired, evicted or moved), and
+-- the permit count unless `keep_permits` (a move: it is the queue's now).
+local function drop_inline(keep_permits)
+  if keep_permits then
+    redis.call('HDEL', SEQ, 'o', 'd', 't')
+  else
+    redis.call('HDEL', SEQ, 'o', 'd', 't', 'p')
+    R.p = nil
+  end
   R.o = nil
 end
 
@@ -376,23 +397,18 @@ end
 local function inflate(now)
   if not R.o then return end
   if has_queue() then
-    drop_inline()
+    drop_inline(true)
     return
   end
   local member, fence, deadline = inline_holder(now)
-  local since, permits = tonumber(R.t), valid_permits(R.p)
+  local since = tonumber(R.t)
   if not (since and since == math.floor(since) and since >= 0 and since <= now) then since = now end
-  drop_inline()
+  drop_inline(true)  -- cleanup drops the permit count if the name stays idle
   if not member then return end
   fresh[H] = true
   moved_deadline = deadline
   zadd(H, deadline, member)
-  local record = string.format('%d:%d', fence, since)
-  if permits then
-    g_set('permits', permits, member, record)
-  else
-    redis.call('HSET', G, member, record)
-  end
+  redis.call('HSET', G, member, string.format('%d:%d', fence, since))
 end
 
 -- The latest deadline in h and w, or now if none is later (a repair
@@ -407,40 +423,55 @@ local function last_deadline(now)
   return latest
 end
 
--- When nobody holds or waits, drop everything but the counter. Otherwise
--- keep the keys expiring after every deadline in them, so a name whose
--- processes all crashed vanishes by itself even if no script runs on it
--- again: g's field "x" is the expiry time set on q, w, h and g. It is
--- pushed (6 s past the deadline, on all four keys) only when a deadline this
--- call wrote, `horizon` (or the deadline of a holder it moved into h),
--- comes within a second of it; a key this call created (`fresh`, declared
--- at the top) gets the x that stands. An x that is missing or garbage, or
--- does not reach a second past now, is set again from the latest deadline
--- in h and w, whatever this call wrote.
-local function cleanup(now, horizon)
+-- The name goes idle (q is empty, h is empty or about to be): h, g and w
+-- go, with the record's permit count and x.
+local function drop_queue()
+  redis.call('DEL', H, G, W)
+  if R.p or R.x then
+    redis.call('HDEL', SEQ, 'p', 'x')
+    R.p, R.x = nil, nil
+  end
+end
+
+-- x covers the deadline t when it lies at least a second past t, and no
+-- further than a caller could have put it.
+local function x_covers(x, t, now)
+  return x and x == x and t + 1000 <= x and x <= now + MAX_MS
+end
+
+-- When nobody holds or waits, drop everything but the counter (and the
+-- record's permit count and x). Otherwise keep the keys expiring after
+-- every deadline in them, so a name whose processes all crashed vanishes by
+-- itself even if no script runs on it again: the record's field "x" is the
+-- expiry time set on q, w, h and g. It is pushed (6 s past the deadline, on
+-- all four keys) only when a deadline this call wrote, `horizon` (or the
+-- deadline of a holder it moved into h), comes within a second of it; a key
+-- this call created (`fresh`, declared at the top; g with h) gets the x that
+-- stands. An x that is missing or garbage, or does not reach a second past
+-- now (the record was lost), is set again from the latest deadline in h and
+-- w, whatever this call wrote. With `deep` (heartbeat, evict: off the
+-- per-grant path), a key found without an expiry (deleted and made again
+-- by a later call: tampered or evicted) gets the x that stands.
+local function cleanup(now, horizon, deep)
   if card(Q) == 0 and card(H) == 0 then
-    redis.call('DEL', G, W)
-    g_fields = {}
+    drop_queue()
     return
   end
-  local created = next(fresh) ~= nil
   if moved_deadline then horizon = math.max(horizon or 0, moved_deadline) end
   local b = horizon or now
-  local x = tonumber(g_field('x'))
+  local x = tonumber(R.x)
   local keys = {Q, W, H, G}
-  if x and x == x and b + 1000 <= x and x <= now + MAX_MS then
-    if not created then return end
+  if x_covers(x, b, now) then
     keys = {}
-    for _, key in ipairs({Q, W, H}) do
-      if fresh[key] then keys[#keys + 1] = key end
+    for _, key in ipairs({Q, W, H, G}) do
+      local made = fresh[key] or (key == G and fresh[H])
+      if made or (deep and redis.call('PTTL', key) == -1) then keys[#keys + 1] = key end
     end
+    if #keys == 0 then return end
   else
-    -- No x that covers the keys (missing: g was deleted or evicted, so
-    -- the HSET that made it again left it without an expiry; or garbage):
-    -- it must cover every deadline they hold, not only this call's.
-    if not (x and x == x and now + 1000 <= x and x <= now + MAX_MS) then b = math.max(b, last_deadline(now)) end
+    if not x_covers(x, now, now) then b = math.max(b, last_deadline(now)) end
     x = math.min(b + 6000, now + MAX_MS)
-    g_set('x', string.format('%d', x))
+    record_set('x', string.format('%d', x))
   end
   x = string.format('%d', x)
   for _, key in ipairs(keys) do redis.call('PEXPIREAT', key, x) end

@@ -29,7 +29,7 @@ local deadline = live_score(H, member, now)
 local released = deadline and 1 or 0
 if released == 1 and card(H) == 1 then
   if card(Q) == 0 then  -- nobody else holds or waits
-    redis.call('DEL', H, G, W)
+    drop_queue()
     return 1
   end
   sole_holder(member, tonumber(deadline))  -- so prune need not read h

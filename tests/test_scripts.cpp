@@ -439,40 +439,58 @@ TEST_F(Scripts, HandoffAndFreeGrantInOneCallKeepTheExpiry) {
 }
 
 // A release hands its permit on before it leaves h, so h is never emptied
-// and created again: it keeps the expiry that stands (g's x), and no call
-// sets it again.
+// and created again: it keeps the expiry that stands (the record's x), and
+// no call sets it again.
 TEST_F(Scripts, AHandoffKeepsTheHolderSetAndItsStandingExpiry) {
   auto pttl = [&](const std::string& k) { return std::stoll(redis({"PTTL", k})); };
   EXPECT_EQ(acquire(member(1), 1, 10000)[0], 1);
   EXPECT_EQ(acquire(member(2), 1, 10000, 30000)[0], 0);  // x is pushed past its liveness
-  const long long x = std::stoll(redis({"HGET", keys.g, "x"}));
+  const long long x = std::stoll(redis({"HGET", keys.seq, "x"}));
   const long long pexpireats = command_calls(server(), "pexpireat");
   EXPECT_EQ(release(member(1)), 1);  // hands off to member 2
   EXPECT_EQ(command_calls(server(), "pexpireat"), pexpireats);
-  EXPECT_EQ(redis({"HGET", keys.g, "x"}), std::to_string(x));
+  EXPECT_EQ(redis({"HGET", keys.seq, "x"}), std::to_string(x));
   EXPECT_EQ(redis({"PEXPIRETIME", keys.h}), std::to_string(x));
   EXPECT_EQ(redis({"PEXPIRETIME", keys.g}), std::to_string(x));
   EXPECT_GT(pttl(keys.h), 30000);  // the handed-off grant lasts its liveness (30 s)
   release(member(2));
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+  EXPECT_EQ(redis({"HMGET", keys.seq, "p", "x"}), "(nil)\n(nil)");  // idle: only what keeps fences increasing
 }
 
-// g lost (deleted, or evicted under maxmemory) while the name is busy: the
-// next call that writes g again sets its expiry from the latest deadline
-// the keys hold, not only from what that call wrote.
-TEST_F(Scripts, AGThatWasLostGetsAnExpiryCoveringEveryDeadline) {
+// The record lost (deleted, or evicted under maxmemory) while the name is
+// busy, and with it x: the next call sets the keys' expiry from the latest
+// deadline they hold, not only from what that call wrote.
+TEST_F(Scripts, ALostRecordGetsAnXCoveringEveryDeadline) {
   auto expiry = [&](const std::string& k) { return std::stoll(redis({"PEXPIRETIME", k})); };
   EXPECT_EQ(acquire(member(1), 1, 30000)[0], 1);
   EXPECT_EQ(acquire(member(2), 1, 10000, 500)[0], 0);
-  redis({"DEL", keys.g});
+  redis({"DEL", keys.seq});
   EXPECT_EQ(acquire(member(3), 1, 10000, 100)[0], 0);  // writes a deadline 100 ms ahead
   const long long holder_deadline = std::stoll(redis({"ZSCORE", keys.h, member(1)}));
   for (const auto& k : {keys.q, keys.w, keys.h, keys.g}) EXPECT_GE(expiry(k), holder_deadline + 1000) << k;
+  EXPECT_EQ(redis({"HGET", keys.seq, "x"}), std::to_string(expiry(keys.h)));
+}
+
+// A key deleted (or evicted) while the name is busy and made again by a
+// later call without an expiry (w by a newcomer, g by a handoff) gets the
+// standing x at the next heartbeat: no key of a busy name lives forever.
+TEST_F(Scripts, AKeyMadeAgainWithoutAnExpiryGetsItAtTheNextHeartbeat) {
+  auto expiry = [&](const std::string& k) { return std::stoll(redis({"PEXPIRETIME", k})); };
+  auto x = [&] { return std::stoll(redis({"HGET", keys.seq, "x"})); };
+  EXPECT_EQ(acquire(member(1), 1, 30000)[0], 1);
+  EXPECT_EQ(acquire(member(2), 1, 10000, 10000)[0], 0);
+  redis({"DEL", keys.w});                                // member 2 loses its liveness entry
+  EXPECT_EQ(acquire(member(3), 1, 10000, 10000)[0], 0);  // w made again
+  EXPECT_EQ(expiry(keys.w), -1);
+  call(Script::heartbeat, {"1", "10000", member(3), "10000"});
+  EXPECT_EQ(expiry(keys.w), x());
   redis({"DEL", keys.g});
-  EXPECT_EQ(release(member(1)), 1);  // hands off to member 2: g is written again, h kept
-  EXPECT_GT(expiry(keys.g), 0);      // -1: no expiry
-  const long long grant_deadline = std::stoll(redis({"ZSCORE", keys.h, member(2)}));
-  for (const auto& k : {keys.h, keys.g}) EXPECT_GE(expiry(k), grant_deadline + 1000) << k;
+  EXPECT_EQ(release(member(1)), 1);  // member 2 is skipped; member 3 is granted: g made again
+  EXPECT_EQ(expiry(keys.g), -1);
+  call(Script::heartbeat, {"1", "10000", member(3), "1000"});
+  for (const auto& k : {keys.h, keys.g}) EXPECT_EQ(expiry(k), x()) << k;
+  EXPECT_GE(x(), std::stoll(redis({"ZSCORE", keys.h, member(3)})) + 1000);
 }
 
 TEST_F(Scripts, AFlushedLibraryOrScriptCacheIsReloaded) {

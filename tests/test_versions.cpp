@@ -1,6 +1,6 @@
-// Protocol versions meeting on one name: version 1's scripts (kept as a
-// fixture in tests/support/v1_lua, exactly as they shipped) against this
-// version's, on the same keys. A mixed fleet must fail loudly, never run two
+// Protocol versions meeting on one name: versions 1 and 2's scripts (kept
+// as fixtures in tests/support/v1_lua and v2_lua, exactly as they shipped)
+// against this version's (3), on the same keys. A mixed fleet must fail loudly, never run two
 // queues, and never let fences go back.
 #include <gtest/gtest.h>
 
@@ -28,12 +28,11 @@ std::string read_file(const std::string& path) {
 }
 
 // A script as Redis runs it: the prelude, a newline, the operation.
-std::string v1_script(const std::string& op) {
-  const std::string dir = FAIRLOCK_V1_LUA_DIR;
+std::string old_script(const std::string& dir, const std::string& op) {
   return read_file(dir + "/lib.lua") + "\n" + read_file(dir + "/" + op + ".lua");
 }
 
-std::string v2_script(const std::string& op) {
+std::string v3_script(const std::string& op) {
   for (const auto& s : detail::lua::kScripts) {
     if (s.name == op) return std::string(s.source);
   }
@@ -76,51 +75,107 @@ class Versions : public ::testing::Test {
 
   std::string name = unique_name("versions");
   detail::Keys keys{"fairlock", name};
-  const std::string v1_acquire = v1_script("acquire"), v1_release = v1_script("release");
-  const std::string v2_acquire = v2_script("acquire"), v2_release = v2_script("release");
+  const std::string v1_acquire = old_script(FAIRLOCK_V1_LUA_DIR, "acquire");
+  const std::string v1_release = old_script(FAIRLOCK_V1_LUA_DIR, "release");
+  const std::string v2_acquire = old_script(FAIRLOCK_V2_LUA_DIR, "acquire");
+  const std::string v2_release = old_script(FAIRLOCK_V2_LUA_DIR, "release");
+  const std::string v3_acquire = v3_script("acquire"), v3_release = v3_script("release");
 };
 
-TEST_F(Versions, AVersion1ClientFailsOnAVersion2NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v2_acquire, 1))[0], "1");  // held inline, in the record
+TEST_F(Versions, AVersion1ClientFailsOnAVersion3NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v3_acquire, 1))[0], "1");  // held inline, in the record
   const std::string uncontended = dump();
   EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v2_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v3_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
   EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
   EXPECT_EQ(dump(), contended);
 }
 
-TEST_F(Versions, AVersion2ClientCarriesABusyVersion1QueueOn) {
+TEST_F(Versions, AVersion3ClientCarriesABusyVersion1QueueOn) {
   const auto held = lines(acquire(v1_acquire, 1));
   const auto queued = lines(acquire(v1_acquire, 2));
   ASSERT_EQ(held[0], "1");
   ASSERT_EQ(queued[0], "0");
   ASSERT_EQ(server().cmd({"TYPE", keys.seq}), "string");
-  const auto newcomer = lines(acquire(v2_acquire, 3));  // the counter becomes the record
+  const auto newcomer = lines(acquire(v3_acquire, 3));  // the counter becomes the record
   ASSERT_EQ(newcomer[0], "0");
   EXPECT_GT(std::stoull(newcomer[1]), std::stoull(queued[1]));
-  EXPECT_EQ(newcomer[2], "1");  // behind version 1's waiter
-  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "2");
+  EXPECT_EQ(newcomer[2], "1");                                     // behind version 1's waiter
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "3\n1");  // g's permit count moved into it
+  EXPECT_EQ(server().cmd({"HEXISTS", keys.g, "permits"}), "0");
   // Version 1's holder and waiter still work on the shared q, w, h and g.
   EXPECT_EQ(release(v1_release, 1), "1");
   EXPECT_EQ(lines(acquire(v1_acquire, 2)), (std::vector<std::string>{"1", queued[1]}));
   EXPECT_EQ(release(v1_release, 2), "1");
-  EXPECT_EQ(lines(acquire(v2_acquire, 3)), (std::vector<std::string>{"1", newcomer[1]}));
-  EXPECT_EQ(release(v2_release, 3), "1");
+  EXPECT_EQ(lines(acquire(v3_acquire, 3)), (std::vector<std::string>{"1", newcomer[1]}));
+  EXPECT_EQ(release(v3_release, 3), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
 }
 
 TEST_F(Versions, AnIdleVersion1NameKeepsItsFencesIncreasing) {
   const auto last = lines(acquire(v1_acquire, 1));
   ASSERT_EQ(release(v1_release, 1), "1");
-  const auto next = lines(acquire(v2_acquire, 2));
+  const auto next = lines(acquire(v3_acquire, 2));
   ASSERT_EQ(next[0], "1");
   EXPECT_GT(std::stoull(next[1]), std::stoull(last[1]));
 }
 
+TEST_F(Versions, AVersion2ClientFailsOnAVersion3NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v3_acquire, 1))[0], "1");  // held inline, in the record
+  const std::string uncontended = dump();
+  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 3", 0), 0u);
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 3", 0), 0u);
+  EXPECT_EQ(dump(), uncontended);
+  ASSERT_EQ(lines(acquire(v3_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  const std::string contended = dump();
+  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 3", 0), 0u);
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 3", 0), 0u);
+  EXPECT_EQ(dump(), contended);
+}
+
+// Version 2 kept the permit count and x in g; version 3 keeps them in the
+// record. A version 3 call moves them, and the queue goes on in its order;
+// version 2's clients fail from then on (FLVERSION), so their entries end by
+// their deadlines or by eviction.
+TEST_F(Versions, AVersion3ClientCarriesABusyVersion2QueueOn) {
+  const auto held = lines(run(v2_acquire, {member(1), "2", "10000", "10000", "q"}));
+  ASSERT_EQ(lines(run(v2_acquire, {member(2), "2", "10000", "10000", "q"}))[0], "1");
+  const auto queued = lines(run(v2_acquire, {member(3), "2", "10000", "10000", "q"}));
+  ASSERT_EQ(held[0], "1");
+  ASSERT_EQ(queued[0], "0");
+  const std::string x = server().cmd({"HGET", keys.g, "x"});
+  ASSERT_EQ(server().cmd({"HGET", keys.g, "permits"}), "2");
+  const auto newcomer = lines(run(v3_acquire, {member(4), "2", "10000", "10000", "q"}));
+  ASSERT_EQ(newcomer[0], "0");
+  EXPECT_GT(std::stoull(newcomer[1]), std::stoull(queued[1]));
+  EXPECT_EQ(newcomer[2], "1");  // behind version 2's waiter
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p", "x"}), "3\n2\n" + x);
+  EXPECT_EQ(server().cmd({"HMGET", keys.g, "permits", "x"}), "(nil)\n(nil)");
+  EXPECT_EQ(run(v3_acquire, {member(4), "1", "10000", "10000", "q"}), "ERR:FLPERMITS 2");  // the count moved
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 3", 0), 0u);
+  // The operator evicts version 2's holders: the permits go to the queue in order.
+  for (int m : {1, 2}) EXPECT_EQ(run(v3_script("evict"), {member(m), "2"}), "1");
+  const auto heads = lines(run(v3_script("heartbeat"), {"2", "10000", member(3), "10000", member(4), "10000"}));
+  EXPECT_EQ(heads, (std::vector<std::string>{"2", queued[1], "2", newcomer[1]}));
+  EXPECT_EQ(run(v3_release, {member(3), "2"}), "1");
+  EXPECT_EQ(run(v3_release, {member(4), "2"}), "1");
+  EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "p", "x"}), "(nil)\n(nil)");
+}
+
+TEST_F(Versions, AnIdleVersion2NameKeepsItsFencesIncreasing) {
+  const auto last = lines(acquire(v2_acquire, 1));
+  ASSERT_EQ(release(v2_release, 1), "1");
+  const auto next = lines(acquire(v3_acquire, 2));
+  ASSERT_EQ(next[0], "1");
+  EXPECT_GT(std::stoull(next[1]), std::stoull(last[1]));
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "3");
+}
+
 TEST_F(Versions, AnotherVersionIsRefusedByEveryScriptAndNothingChanges) {
-  server().cmd({"HSET", keys.seq, "v", "3", "s", "100", "layout", "unknown to version 2"});
+  server().cmd({"HSET", keys.seq, "v", "4", "s", "100", "layout", "unknown to version 3"});
   server().cmd({"ZADD", keys.q, "50", member(9)});
   const std::string before = dump();
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
@@ -132,7 +187,7 @@ TEST_F(Versions, AnotherVersionIsRefusedByEveryScriptAndNothingChanges) {
       {"evict", {member(9), "1"}},
       {"inspect", {"10"}}};
   for (const auto& [op, args] : calls) {
-    EXPECT_EQ(run(v2_script(op), args).rfind("ERR:FLVERSION 3", 0), 0u) << op;
+    EXPECT_EQ(run(v3_script(op), args).rfind("ERR:FLVERSION 4", 0), 0u) << op;
     EXPECT_EQ(dump(), before) << op;
   }
   Client client(opts_for(server()));

@@ -550,7 +550,7 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       const std::string& field = argv[i];
       const std::string& value = argv[i + 1];
       st.g[field] = value;
-      if (!is_member(field)) continue;  // "permits" and other bookkeeping
+      if (!is_member(field)) continue;  // bookkeeping of older versions ("permits", "x")
       // A grant (or a move); the value is "<fence>" or "<fence>:<granted ms>".
       std::string fence = value.substr(0, value.find(':'));
       if (!moved(name, st, field, fence)) grant(ts, name, st, field, fence);
@@ -648,15 +648,13 @@ void ServerLog::inline_removed(std::int64_t ts, const std::string& name, const N
       HRemoval{name, o->second, d == st.rec.end() ? 0 : score(d->second), ts, s == st.rec.end() ? "" : s->second});
 }
 
-// At most `permits` holders (h's and the inline one), the count stored in g,
-// else the inline holder's.
+// At most `permits` holders (h's and the inline one), the count stored in
+// the record.
 void ServerLog::check_permits(const std::string& name, const NameState& st, const std::string& after) {
-  auto g = st.g.find("permits");
   auto p = st.rec.find("p");
-  const std::string* stored = g != st.g.end() ? &g->second : p != st.rec.end() ? &p->second : nullptr;
   const std::size_t holders = st.h.size() + st.rec.count("o");
   std::uint64_t permits = 0;
-  if (stored && positive_integer(*stored, permits) && holders > permits) {
+  if (p != st.rec.end() && positive_integer(p->second, permits) && holders > permits) {
     violation(name + ": " + std::to_string(holders) + " holders for " + std::to_string(permits) + " permit(s) after " +
               after);
   }

@@ -79,7 +79,7 @@ class ServerLog {
   struct NameState {
     std::map<std::string, double> q, w, h;
     std::map<std::string, std::string> g;
-    std::map<std::string, std::string> rec;  // seq, the record: v, s and the inline holder o, d, t, p
+    std::map<std::string, std::string> rec;  // seq, the record: v, s, p, x and the inline holder o, d, t
     std::uint64_t last_fence = 0;
     std::map<std::string, std::int64_t> expire_at;  // suffix -> us (PEXPIRE by the scripts)
   };

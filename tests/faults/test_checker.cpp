@@ -165,7 +165,7 @@ using namespace fairlock::detail::lua;
 // Two waiters queued behind a holder, written as the scripts would.
 void setup(Feed& f) {
   f.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
-  f.line(true, {"HSET", key("g"), "permits", "1"});
+  f.line(true, {"HSET", key("seq"), "p", "1"});
   f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 1000), "pa:1"});
   f.line(true, {"HSET", key("g"), "pa:1", "1"});
   for (const char* m : {"pb:2", "pc:3"}) {
@@ -237,7 +237,7 @@ TEST(ServerLogReplay, FlagsAPoppedHeadThatIsNotGrantedAndAHolderThatStays) {
 TEST(ServerLogReplay, ADelOfHIsJudgedByTheHoldersItRemoves) {
   Feed ok;
   ok.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
-  ok.line(true, {"HSET", key("g"), "permits", "1"});
+  ok.line(true, {"HSET", key("seq"), "p", "1"});
   ok.line(true, {"ZADD", key("h"), std::to_string(ok.ms() + 1000), "pa:1"});
   ok.line(true, {"HSET", key("g"), "pa:1", "1"});
   ok.script(release_sha, {"pa:1", "1"});
@@ -323,7 +323,7 @@ TEST(ServerLogReplay, FlushallStartsANewEpoch) {
   setup(f);
   f.line(false, {"flushall"});
   f.script(acquire_sha, {"pd:4", "1", "1000", "1000", "q"});
-  f.line(true, {"HSET", key("g"), "permits", "1"});
+  f.line(true, {"HSET", key("seq"), "p", "1"});
   f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 1000), "pd:4"});
   f.line(true, {"HSET", key("g"), "pd:4", "1"});  // fences restart: not a violation
   EXPECT_TRUE(f.done().empty()) << f.done().front();
@@ -334,9 +334,9 @@ TEST(ServerLogReplay, FlushallStartsANewEpoch) {
 // An uncontended grant kept inline in the record (seq), as acquire writes it.
 void inline_grant(Feed& f, const std::string& member, const std::string& fence) {
   f.script(acquire_sha, {member, "1", "1000", "1000", "q"});
-  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p", "x"});
   f.line(true, {"EXISTS", key("q"), key("h"), key("g")});
-  f.line(true, {"HSET", key("seq"), "v", "2", "s", fence, "o", member, "d", std::to_string(f.ms() + 1000), "t",
+  f.line(true, {"HSET", key("seq"), "v", "3", "s", fence, "o", member, "d", std::to_string(f.ms() + 1000), "t",
                 std::to_string(f.ms()), "p", "1"});
 }
 
@@ -361,18 +361,18 @@ TEST(ServerLogReplay, InflateMovesTheInlineHolderWithoutANewGrant) {
   inline_grant(f, "pa:1", "5");
   std::string deadline = std::to_string(f.ms() + 1000), since = std::to_string(f.ms());
   f.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
-  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p"});
-  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p", "x"});
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t"});
   f.line(true, {"ZADD", key("h"), deadline, "pa:1"});
-  f.line(true, {"HSET", key("g"), "permits", "1", "pa:1", "5:" + since});
-  f.line(true, {"HSET", key("seq"), "v", "2", "s", "6"});
+  f.line(true, {"HSET", key("g"), "pa:1", "5:" + since});
+  f.line(true, {"HSET", key("seq"), "v", "3", "s", "6"});
   f.line(true, {"ZADD", key("q"), "6", "pb:2"});
   f.line(true, {"ZADD", key("w"), std::to_string(f.ms() + 1000), "pb:2"});
   f.line(true, {"PEXPIREAT", key("h"), std::to_string(f.ms() + 7000)});
   EXPECT_TRUE(f.done().empty()) << f.done().front();
   EXPECT_EQ(f.log.grants().size(), 1u);
   f.script(release_sha, {"pa:1", "1"});
-  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p", "x"});
   f.line(true, {"ZREM", key("h"), "pa:1"});
   f.line(true, {"HDEL", key("g"), "pa:1"});
   f.line(true, {"ZREM", key("q"), "pb:2"});
@@ -409,7 +409,7 @@ TEST(ServerLogReplay, FlagsALiveInlineHolderDroppedByAnotherScript) {
   inline_grant(f, "pb:2", "6");
   EXPECT_TRUE(f.done().empty()) << f.done().front();
   f.script(heartbeat_sha, {"1", "1000", "pc:3", "1000"});
-  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});  // pb:2's deadline is still ahead, and no move
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t"});  // pb:2's deadline is still ahead, and no move
   EXPECT_TRUE(any(f.done(), "live holder pb:2"));
 }
 
@@ -422,7 +422,7 @@ TEST(ServerLogReplay, VersionOneMigrationKeepsTheLastFence) {
   f.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
   f.line(true, {"TYPE", key("seq")});
   f.line(true, {"DEL", key("seq")});
-  f.line(true, {"HSET", key("seq"), "v", "2", "s", "7"});
+  f.line(true, {"HSET", key("seq"), "v", "3", "s", "7"});
   EXPECT_TRUE(f.done().empty()) << f.done().front();
   inline_grant(f, "pb:2", "7");
   EXPECT_TRUE(any(f.done(), "fence 7 granted after fence 7"));

@@ -27,7 +27,7 @@ const std::vector<std::string> kMinimalRule = {"resetkeys", "~fairlock:*", "rese
                                                // the scripts
                                                "+time", "+zadd", "+zrem", "+zpopmin", "+zrange", "+zrangebyscore",
                                                "+zscore", "+zcard", "+zrank", "+hget", "+hmget", "+hset", "+hdel",
-                                               "+type", "+get", "+del", "+exists", "+pexpireat", "+publish"};
+                                               "+type", "+get", "+del", "+exists", "+pexpireat", "+pttl", "+publish"};
 // The same rule for a client that runs the scripts by EVALSHA (a server
 // without functions, or Options::use_functions false).
 std::vector<std::string> evalsha_rule() {

@@ -1,0 +1,447 @@
+-- fairlock protocol, shared prelude.
+--
+-- The build prepends this file to every operation script (acquire, release,
+-- cancel, heartbeat, inspect, evict), so each script loaded by SCRIPT LOAD is
+-- `lib.lua .. "\n" .. op.lua`; and it heads the function library, where
+-- each op.lua is the body of one function(KEYS, ARGV) (docs/PROTOCOL.md §4).
+-- A client in another language must load the same texts.
+--
+-- Keys of one name N under prefix P (every key shares the hash tag {N}):
+--   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)
+--   KEYS[2] P:{N}:w    ZSET  waiter member -> liveness deadline (ms, Redis TIME)
+--   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
+--   KEYS[4] P:{N}:g    HASH  "permits" -> permit count, holder member -> "<fence>:<granted ms>"
+--   KEYS[5] P:{N}:seq  HASH  the name's record (never deleted):
+--     "v" protocol version (VERSION), "s" the last ticket issued, and an
+--     uncontended holder kept inline: "o" its member, "d" its grant deadline
+--     (ms), "t" when it was granted (ms), "p" the permits it was granted
+--     under; its fence is "s". The inline holder exists only while q, h and
+--     g do not: the first call that needs them moves it into h and g (inflate).
+--   and G's field "x" = the expiry time set on q, w, h and g (see cleanup)
+-- While a name is busy its keys expire some seconds after the last deadline
+-- they hold; when it goes idle they are deleted.
+-- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
+-- and floor(ticket / 1000) is the arrival time in ms (exact unless more than
+-- 1000 arrivals share a millisecond or the server clock stepped back).
+-- Members are "<m><cid>:<token>": <m> is the wake mode of the owning process
+-- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
+-- the participant's 128-bit random token, both lower-case hex.
+
+local Q, W, H, G, SEQ     -- this call's keys (begin)
+local ARGS = {}          -- this call's ARGV (begin)
+local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
+local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
+local fresh = {}         -- the keys (q, w, h) this call created: they need their expiry (cleanup)
+local moved_deadline = nil -- the deadline of a holder this call moved into h (inflate, cleanup)
+local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
+local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
+local VERSION = '2'       -- the protocol version this script set speaks (the record's "v")
+local R = {}              -- the record as this call read it (read_record): s, o, d, t, p
+local cards = {}          -- ZCARD of h and q as this call knows them (card, zadd, zrem)
+local g_fields = nil      -- g's "permits" and "x" as this call knows them (g_field, g_set)
+local h_first = nil       -- h's earliest entry {member, deadline} as this call knows it ({} if
+                          -- h is empty; nil until read, and again after any change of h)
+
+-- Starts a call: every operation script runs `begin(KEYS, ARGV)` first. It
+-- takes the keys and arguments and resets every per-call value above, so
+-- the same text also works as a function library (the values then outlive
+-- a call). Returns an error reply unless there are 5 keys.
+local function begin(keys, args)
+  if #keys ~= 5 then
+    return redis.error_reply('FLBADARG expected 5 keys (q w h g seq), got ' .. #keys)
+  end
+  Q, W, H, G, SEQ = keys[1], keys[2], keys[3], keys[4], keys[5]
+  ARGS = args
+  fresh, moved_deadline, R, cards, g_fields, h_first = {}, nil, {}, {}, nil, nil
+  return nil
+end
+
+-- Values read back from the keys are checked, not trusted: a key written by
+-- anything else (an operator, a bug, a restore) must never turn into a
+-- garbage fence, an entry that lives forever or an over-granted name.
+local function valid_fence(v)
+  return type(v) == 'number' and v == math.floor(v) and v >= 1 and v < MAX_FENCE
+end
+
+-- A deadline is live when it is ahead of now but no further than a caller
+-- could have put it; a farther one (+inf, 1e300) is corrupt and counts as
+-- expired, so nothing can block a queue forever.
+local function live_deadline(d, now)
+  return type(d) == 'number' and d > now and d <= now + MAX_MS
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function fail(code, detail)
+  return redis.error_reply('FL' .. code .. ' ' .. detail)
+end
+
+local function int_arg(i, lo, hi, what)
+  local s = ARGS[i]
+  -- Digits only: tonumber alone would accept "1\0", "0x10", " 5" or "1e3".
+  local v = s and string.len(s) <= 16 and string.find(s, '^%-?%d+$') and tonumber(s)
+  if not v or v < lo or v > hi then
+    return nil, fail('BADARG', what .. ' must be an integer in [' .. lo .. ', ' .. hi .. ']')
+  end
+  return v
+end
+
+local function member_arg(i)
+  local m = ARGS[i]
+  if m == nil or string.len(m) < 4 or string.len(m) > 128
+     or not string.find(m, '^[pkn][0-9a-f]+:[0-9a-f]+$') then
+    return nil, fail('BADARG', 'member must look like <p|k|n><hex>:<hex>')
+  end
+  return m
+end
+
+-- ARGV 1 member, 2 permits: the arguments of release, cancel and evict.
+-- Returns member, permits, or nil, nil, an error reply.
+local function member_and_permits()
+  local member, err = member_arg(1)
+  if not member then return nil, nil, err end
+  local permits
+  permits, err = int_arg(2, 1, 1000000, 'permits')
+  if not permits then return nil, nil, err end
+  return member, permits
+end
+
+-- Signal the process owning `member` that it was granted `fence`.
+local function signal(member, fence)
+  local mode = string.sub(member, 1, 1)
+  local colon = string.find(member, ':', 1, true)
+  local cid = string.sub(member, 2, colon - 1)
+  local base = string.sub(Q, 1, -2)            -- "P:{N}:"
+  if mode == 'p' then
+    local brace = string.find(base, '{', 1, true)
+    local prefix = string.sub(base, 1, brace - 1) -- "P:"
+    redis.call('PUBLISH', prefix .. 'wake:' .. cid, member .. ' ' .. string.format('%d', fence))
+  elseif mode == 'k' then
+    -- The documented exception to "every key in KEYS": a per-(name, process)
+    -- key in the same hash slot, whose keyspace channel the process watches.
+    redis.call('SET', base .. 'wake:' .. cid, string.format('%d', fence), 'PX', 60000)
+  end
+end
+
+-- The number of entries in a sorted set: read once per call, then kept
+-- by zadd and zrem, through which this call makes every change to them.
+local function card(key)
+  local n = cards[key]
+  if not n then
+    n = redis.call('ZCARD', key)
+    cards[key] = n
+  end
+  return n
+end
+
+-- ZADD of one member; returns 1 if it was new, 0 if its score changed.
+local function zadd(key, score, member)
+  local n = redis.call('ZADD', key, score, member)
+  if cards[key] then cards[key] = cards[key] + n end
+  if key == H then h_first = nil end
+  return n
+end
+
+-- ZREM of one or more members; returns how many were there.
+local function zrem(key, ...)
+  local n = redis.call('ZREM', key, ...)
+  if cards[key] then cards[key] = cards[key] - n end
+  if key == H then h_first = nil end
+  return n
+end
+
+-- ZPOPMIN of q: its head, member and ticket, removed; nil if q is empty.
+local function pop_head()
+  local head = redis.call('ZPOPMIN', Q)
+  if #head == 0 then return nil end
+  if cards[Q] then cards[Q] = cards[Q] - 1 end
+  return head[1], tonumber(head[2])
+end
+
+-- h's earliest entry: {member, deadline}, or {} if h is empty. Read once,
+-- and again only after this call changed h (zadd, zrem).
+local function first_holder()
+  if not h_first then
+    local e = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
+    h_first = #e == 0 and {} or {e[1], tonumber(e[2])}
+  end
+  return h_first
+end
+
+-- Tells first_holder, without a read, that h holds one entry: `member`,
+-- whose deadline this call has read.
+local function sole_holder(member, deadline)
+  h_first = {member, deadline}
+end
+
+-- g's field "permits" or "x" (false if absent): both are read at the first
+-- need, then kept by g_set and cleanup, through which this call writes them.
+local function g_field(name)
+  if not g_fields then
+    local v = redis.call('HMGET', G, 'permits', 'x')
+    g_fields = {permits = v[1], x = v[2]}
+  end
+  return g_fields[name]
+end
+
+-- HSET g name value (and any further field, value pairs, passed through).
+local function g_set(name, value, ...)
+  redis.call('HSET', G, name, value, ...)
+  if g_fields then g_fields[name] = value end
+end
+
+-- Remove holders (one or more members) from h, with their records in g:
+-- always exactly ZREM h, then HDEL g.
+local function drop_holder(...)
+  zrem(H, ...)
+  redis.call('HDEL', G, ...)
+end
+
+-- Remove waiters (one or more members) from the queue: always exactly
+-- ZREM q, then ZREM w. (cancel and evict inline their removal instead: they
+-- touch the second key only when the first one held the member.)
+local function drop_waiter(...)
+  zrem(Q, ...)
+  zrem(W, ...)
+end
+
+-- Members of a deadline set that are expired (deadline <= now); with
+-- `deep`, also those with a corrupt deadline beyond now + MAX_MS.
+local function dead_entries(key, now, deep)
+  local x = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
+  if deep then
+    local far = redis.call('ZRANGEBYSCORE', key, '(' .. string.format('%d', now + MAX_MS), '+inf',
+                           'LIMIT', 0, PRUNE_LIMIT)
+    for _, m in ipairs(far) do x[#x + 1] = m end
+  end
+  return x
+end
+
+-- Remove expired holders and waiters wherever they stand (bounded). Only
+-- heartbeat and evict pass `deep` (one more command per structure, off the
+-- per-grant path): corrupt far deadlines are rare and harmless until such
+-- an entry heads the queue (fill and live_score treat it as expired) or
+-- holds a permit, and every waiting process beats a few times per liveness.
+-- Without `deep`, h is searched only if its earliest deadline has passed:
+-- that read serves acquire's reply as well (first_holder).
+local function prune(now, deep)
+  local earliest = not deep and first_holder()[2]
+  local hx = (deep or (earliest and earliest <= now)) and dead_entries(H, now, deep) or {}
+  if #hx > 0 then drop_holder(unpack(hx)) end
+  local wx = dead_entries(W, now, deep)
+  if #wx > 0 then drop_waiter(unpack(wx)) end
+end
+
+-- A permit count as stored, if it is one (an integer in 1 .. 1000000).
+local function valid_permits(p)
+  p = tonumber(p)
+  if p and p == math.floor(p) and p >= 1 and p <= 1000000 then return p end
+  return nil
+end
+
+-- How many permits a fill may grant: the stored count, but never more than
+-- the caller's own (clients agree on it; a stored value raised behind their
+-- backs must not over-grant), and the caller's when nothing valid is stored.
+local function stored_permits(caller)
+  local p = valid_permits(g_field('permits'))
+  if p then return math.min(p, caller) end
+  return caller
+end
+
+-- Grant free permits to the head of the live queue, in ticket order.
+-- A handed-off grant lasts until the grantee's liveness deadline; its next
+-- heartbeat (or acquire) turns it into a full lease. `leaving` (0 or 1)
+-- holders still in h count as gone: a release hands its permit on before
+-- it leaves h, so h is not deleted and created again (and needs no new
+-- expiry; cleanup).
+local function fill(now, permits, leaving)
+  leaving = leaving or 0
+  -- A lock whose h has an entry (none leaving) has no free permit: h need
+  -- not be counted.
+  if permits == 1 and leaving == 0 and not cards[H] and h_first and h_first[1] then return end
+  local held = card(H) - leaving
+  local skipped = 0
+  while held < permits and skipped < SKIP_LIMIT and card(Q) > 0 do
+    local member, ticket = pop_head()
+    if not member then break end  -- only if card(Q) were wrong: a guard, not a case
+    local deadline = tonumber(redis.call('ZSCORE', W, member))
+    zrem(W, member)
+    -- A corrupt ticket would become a corrupt fence: the entry is dropped
+    -- like an expired one (its owner learns it is gone and queues again).
+    if live_deadline(deadline, now) and valid_fence(ticket) then
+      if card(H) == 0 then fresh[H] = true end
+      zadd(H, deadline, member)
+      redis.call('HSET', G, member, string.format('%d:%d', ticket, now))
+      held = held + 1
+      signal(member, ticket)
+    else
+      skipped = skipped + 1
+    end
+  end
+end
+
+-- The member's score in a deadline set if that deadline is still ahead;
+-- an entry past its deadline (not yet pruned: pruning is bounded) is
+-- removed here and reported as absent, so it can never be revived.
+local function live_score(key, member, now)
+  local d = redis.call('ZSCORE', key, member)
+  if not d then return nil end
+  if live_deadline(tonumber(d), now) then return d end
+  if key == H then drop_holder(member) else drop_waiter(member) end
+  return nil
+end
+
+-- The fence (a number) of a live holder, or nil. A holder whose record is
+-- missing or corrupt is removed: it cannot prove its grant.
+local function holder_fence(member, now)
+  if not live_score(H, member, now) then return nil end
+  local v = redis.call('HGET', G, member)
+  local fence = v and tonumber(string.match(v, '^(%d+):%d+$'))
+  if valid_fence(fence) then return fence end
+  drop_holder(member)
+  return nil
+end
+
+-- A new ticket: strictly above every earlier one, and an arrival stamp.
+-- A counter that is not a valid fence (tampered) restarts above every
+-- ticket stamped up to this millisecond. Computes it only (see next_ticket).
+local function ticket_after(now)
+  local last = tonumber(R.s)
+  if not valid_fence(last) or last + 1 >= MAX_FENCE then last = (now + 1) * 1000 end
+  return math.max(last + 1, now * 1000)
+end
+
+-- Issues a new ticket: stores it in the record as the last one.
+local function next_ticket(now)
+  local t = ticket_after(now)
+  R.s = string.format('%d', t)
+  redis.call('HSET', SEQ, 'v', VERSION, 's', R.s)
+  return t
+end
+
+-- Reads the record into R; every script does this first (the read it needs
+-- anyway checks the version). Returns an error reply on another version.
+-- A version 1 counter (a STRING at the same key) becomes a record holding
+-- it, unless `readonly`: version 1 kept q, w, h and g exactly as version 2
+-- does, so its queue carries on; version 1 clients then fail (WRONGTYPE) on
+-- their next ticket instead of running a second queue.
+local function read_record(readonly)
+  local r = redis.pcall('HMGET', SEQ, 'v', 's', 'o', 'd', 't', 'p')
+  if r.err and not string.find(r.err, 'WRONGTYPE', 1, true) then return redis.error_reply(r.err) end
+  if r.err then
+    local last = redis.call('TYPE', SEQ).ok == 'string' and redis.call('GET', SEQ) or nil
+    if not valid_fence(tonumber(last)) then last = nil end
+    if not readonly then
+      redis.call('DEL', SEQ)
+      if last then redis.call('HSET', SEQ, 'v', VERSION, 's', last) end
+    end
+    r = {VERSION, last}
+  end
+  if r[1] and r[1] ~= VERSION then
+    return fail('VERSION', r[1] .. ': this name is kept by protocol version ' .. r[1] ..
+                ', these scripts speak version ' .. VERSION)
+  end
+  R = {s = r[2], o = r[3], d = r[4], t = r[5], p = r[6]}
+  return nil
+end
+
+-- The inline holder if it is live and can prove its fence: member, fence,
+-- deadline; nil otherwise.
+local function inline_holder(now)
+  if not R.o then return nil end
+  local deadline, fence = tonumber(R.d), tonumber(R.s)
+  if live_deadline(deadline, now) and valid_fence(fence) then return R.o, fence, deadline end
+  return nil
+end
+
+-- The name has its queue structure: q, h or g exists. An inline holder is
+-- never there beside it but by tampering, so then it is not trusted.
+local function has_queue()
+  return redis.call('EXISTS', Q, H, G) > 0
+end
+
+-- Forgets the inline holder (released, expired, evicted or moved).
+local function drop_inline()
+  redis.call('HDEL', SEQ, 'o', 'd', 't', 'p')
+  R.o = nil
+end
+
+-- Contention begins (or a call needs h and g): a live inline holder moves
+-- into h and g with its fence and deadline; an expired one is dropped, and
+-- so is one found beside the queue (forged). Every script runs this before
+-- it touches q, w, h or g, so the two holder forms never meet.
+local function inflate(now)
+  if not R.o then return end
+  if has_queue() then
+    drop_inline()
+    return
+  end
+  local member, fence, deadline = inline_holder(now)
+  local since, permits = tonumber(R.t), valid_permits(R.p)
+  if not (since and since == math.floor(since) and since >= 0 and since <= now) then since = now end
+  drop_inline()
+  if not member then return end
+  fresh[H] = true
+  moved_deadline = deadline
+  zadd(H, deadline, member)
+  local record = string.format('%d:%d', fence, since)
+  if permits then
+    g_set('permits', permits, member, record)
+  else
+    redis.call('HSET', G, member, record)
+  end
+end
+
+-- The latest deadline in h and w, or now if none is later (a repair
+-- of g's x: two reads, never on a healthy name's path).
+local function last_deadline(now)
+  local latest = now
+  for _, key in ipairs({H, W}) do
+    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local d = #e > 0 and tonumber(e[2])
+    if d and d == d and d > latest then latest = d end
+  end
+  return latest
+end
+
+-- When nobody holds or waits, drop everything but the counter. Otherwise
+-- keep the keys expiring after every deadline in them, so a name whose
+-- processes all crashed vanishes by itself even if no script runs on it
+-- again: g's field "x" is the expiry time set on q, w, h and g. It is
+-- pushed (6 s past the deadline, on all four keys) only when a deadline this
+-- call wrote, `horizon` (or the deadline of a holder it moved into h),
+-- comes within a second of it; a key this call created (`fresh`, declared
+-- at the top) gets the x that stands. An x that is missing or garbage, or
+-- does not reach a second past now, is set again from the latest deadline
+-- in h and w, whatever this call wrote.
+local function cleanup(now, horizon)
+  if card(Q) == 0 and card(H) == 0 then
+    redis.call('DEL', G, W)
+    g_fields = {}
+    return
+  end
+  local created = next(fresh) ~= nil
+  if moved_deadline then horizon = math.max(horizon or 0, moved_deadline) end
+  local b = horizon or now
+  local x = tonumber(g_field('x'))
+  local keys = {Q, W, H, G}
+  if x and x == x and b + 1000 <= x and x <= now + MAX_MS then
+    if not created then return end
+    keys = {}
+    for _, key in ipairs({Q, W, H}) do
+      if fresh[key] then keys[#keys + 1] = key end
+    end
+  else
+    -- No x that covers the keys (missing: g was deleted or evicted, so
+    -- the HSET that made it again left it without an expiry; or garbage):
+    -- it must cover every deadline they hold, not only this call's.
+    if not (x and x == x and now + 1000 <= x and x <= now + MAX_MS) then b = math.max(b, last_deadline(now)) end
+    x = math.min(b + 6000, now + MAX_MS)
+    g_set('x', string.format('%d', x))
+  end
+  x = string.format('%d', x)
+  for _, key in ipairs(keys) do redis.call('PEXPIREAT', key, x) end
+end
