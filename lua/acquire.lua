@@ -42,16 +42,16 @@ err = read_record()
 if err then return err end
 -- Fast path: the name is uncontended, its holder (if any) kept inline.
 local owner, fence = inline_holder(now)
-if owner == member and not has_queue() then  -- a retry of a grant held: same fence, new deadline
+if owner == member and not has_queue(now) then  -- a retry of a grant held: same fence, new deadline
   redis.call('HSET', SEQ, 'd', string.format('%d', now + lease))
   return {1, fence}
 end
 local owner_permits = owner and valid_permits(R.p)
 -- (A holder beside the queue is forged: inflate drops it, and the stored
 -- permits and the caller's state are read below instead.)
-if owner_permits and owner_permits ~= permits and not has_queue() then return fail('PERMITS', R.p) end
-if owner and mode == 't' and permits == 1 and not has_queue() then return {-1} end  -- held: no free permit
-if not owner and not has_queue() then  -- idle: grant inline
+if owner_permits and owner_permits ~= permits and not has_queue(now) then return fail('PERMITS', R.p) end
+if owner and mode == 't' and permits == 1 and not has_queue(now) then return {-1} end  -- held: no free permit
+if not owner and not has_queue(now) then  -- idle: grant inline
   local t = ticket_after(now)
   redis.call('HSET', SEQ, 'v', VERSION, 's', string.format('%d', t), 'o', member,
              'd', string.format('%d', now + lease), 't', string.format('%d', now), 'p', permits)

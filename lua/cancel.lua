@@ -18,7 +18,7 @@ local now = now_ms()
 err = read_record()
 if err then return err end
 local owner, fence = inline_holder(now)
-if owner == member and not has_queue() then return {2, fence} end
+if owner == member and not has_queue(now) then return {2, fence} end
 inflate(now)
 local result
 -- Not drop_waiter: w is touched only if q held the member (one command less).

@@ -36,7 +36,7 @@ local now = now_ms()
 err = read_record()
 if err then return err end
 local owner, owner_fence = inline_holder(now)
-if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue() then  -- Fast path: the uncontended holder
+if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue(now) then  -- Fast path: the uncontended holder
   redis.call('HSET', SEQ, 'd', string.format('%d', now + tonumber(ARGV[4])))
   return {2, owner_fence}
 end

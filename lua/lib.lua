@@ -154,10 +154,14 @@ local function zrem(key, ...)
   return n
 end
 
--- ZPOPMIN of q: its head, member and ticket, removed; nil if q is empty.
+-- ZPOPMIN of q: its head, member and ticket, removed; nil if q is empty
+-- (which this call then knows without a ZCARD).
 local function pop_head()
   local head = redis.call('ZPOPMIN', Q)
-  if #head == 0 then return nil end
+  if #head == 0 then
+    cards[Q] = 0
+    return nil
+  end
   if cards[Q] then cards[Q] = cards[Q] - 1 end
   return head[1], tonumber(head[2])
 end
@@ -172,10 +176,11 @@ local function first_holder()
   return h_first
 end
 
--- Tells first_holder, without a read, that h holds one entry: `member`,
--- whose deadline this call has read.
-local function sole_holder(member, deadline)
-  h_first = {member, deadline}
+-- h holds no entry, as this call knows (its count, or its earliest entry)
+-- or reads it.
+local function h_empty()
+  if not cards[H] and h_first then return h_first[1] == nil end
+  return card(H) == 0
 end
 
 -- HSET of one field of the record, kept in R.
@@ -255,9 +260,9 @@ local function fill(now, permits, leaving)
   if permits == 1 and leaving == 0 and not cards[H] and h_first and h_first[1] then return end
   local held = card(H) - leaving
   local skipped = 0
-  while held < permits and skipped < SKIP_LIMIT and card(Q) > 0 do
-    local member, ticket = pop_head()
-    if not member then break end  -- only if card(Q) were wrong: a guard, not a case
+  while held < permits and skipped < SKIP_LIMIT and cards[Q] ~= 0 do
+    local member, ticket = pop_head()  -- no ZCARD first: an empty q answers nil
+    if not member then break end
     local deadline = tonumber(redis.call('ZSCORE', W, member))
     zrem(W, member)
     -- A corrupt ticket would become a corrupt fence: the entry is dropped
@@ -274,15 +279,34 @@ local function fill(now, permits, leaving)
   end
 end
 
--- The member's score in a deadline set if that deadline is still ahead;
--- an entry past its deadline (not yet pruned: pruning is bounded) is
--- removed here and reported as absent, so it can never be revived.
-local function live_score(key, member, now)
-  local d = redis.call('ZSCORE', key, member)
+-- `d`, the member's score in a deadline set (or nil), if that deadline is
+-- still ahead; an entry past its deadline (not yet pruned: pruning is
+-- bounded) is removed here and reported as absent, so it can never be
+-- revived.
+local function live_or_drop(key, member, d, now)
   if not d then return nil end
   if live_deadline(tonumber(d), now) then return d end
   if key == H then drop_holder(member) else drop_waiter(member) end
   return nil
+end
+
+-- The member's score in a deadline set if live (live_or_drop).
+local function live_score(key, member, now)
+  return live_or_drop(key, member, redis.call('ZSCORE', key, member), now)
+end
+
+-- As live_score(H, member, now), from h's first two entries when the
+-- member is one of them (a lock's holder always is): that read also tells
+-- this call h's earliest entry and, with fewer than two, its size.
+local function holder_deadline(member, now)
+  local e = redis.call('ZRANGE', H, 0, 1, 'WITHSCORES')
+  local n = #e / 2
+  if n < 2 then cards[H] = n end
+  h_first = n == 0 and {} or {e[1], tonumber(e[2])}
+  if e[1] == member then return live_or_drop(H, member, e[2], now) end
+  if e[3] == member then return live_or_drop(H, member, e[4], now) end
+  if n < 2 then return nil end
+  return live_score(H, member, now)
 end
 
 -- The fence (a number) of a live holder, or nil. A holder whose record is
@@ -372,9 +396,14 @@ local function inline_holder(now)
   return nil
 end
 
--- The name has its queue structure: q, h or g exists. An inline holder is
--- never there beside it but by tampering, so then it is not trusted.
-local function has_queue()
+-- The name has its queue structure: q, h or g exists. The record's x, if
+-- still ahead, says so without a read: cleanup sets it whenever the
+-- structure is made, the keys expire at x, and it is dropped with them when
+-- the name goes idle. Without a live x (lost, or passed with the keys) EXISTS
+-- decides. An inline holder is never there beside the structure but by
+-- tampering, so then it is not trusted.
+local function has_queue(now)
+  if live_deadline(tonumber(R.x), now) then return true end
   return redis.call('EXISTS', Q, H, G) > 0
 end
 
@@ -396,7 +425,7 @@ end
 -- it touches q, w, h or g, so the two holder forms never meet.
 local function inflate(now)
   if not R.o then return end
-  if has_queue() then
+  if has_queue(now) then
     drop_inline(true)
     return
   end
@@ -453,7 +482,7 @@ end
 -- per-grant path), a key found without an expiry (deleted and made again
 -- by a later call: tampered or evicted) gets the x that stands.
 local function cleanup(now, horizon, deep)
-  if card(Q) == 0 and card(H) == 0 then
+  if h_empty() and card(Q) == 0 then
     drop_queue()
     return
   end

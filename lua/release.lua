@@ -25,18 +25,16 @@ end
 inflate(now)
 -- A grant past its deadline is not released, it was lost (live_score
 -- removes it).
-local deadline = live_score(H, member, now)
-local released = deadline and 1 or 0
-if released == 1 and card(H) == 1 then
-  if card(Q) == 0 then  -- nobody else holds or waits
-    drop_queue()
-    return 1
-  end
-  sole_holder(member, tonumber(deadline))  -- so prune need not read h
-end
+local released = holder_deadline(member, now) and 1 or 0
 prune(now)
 -- The permit is handed on before the holder leaves h (see fill).
 fill(now, stored_permits(permits), released)
+-- Nobody else holds or waits? (fill found q empty unless it filled every
+-- permit, and then someone else holds.)
+if released == 1 and cards[Q] == 0 and card(H) == 1 then
+  drop_queue()
+  return 1
+end
 if released == 1 then drop_holder(member) end
 cleanup(now, nil)
 return released

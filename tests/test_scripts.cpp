@@ -140,6 +140,28 @@ TEST_F(Scripts, AFirstCallQueuesWithoutLookingUpItsOwnEntries) {
   EXPECT_EQ(acquire(member(2)), (std::vector<long long>{1, first[1]}));  // the ticket is the fence
 }
 
+// The record's x, while ahead, tells that the queue structure exists: a
+// call on a busy name needs no EXISTS. Without it, EXISTS decides; with it
+// but no keys (deleted behind the scripts' backs), the call takes the queue
+// path, which is right for an empty name too.
+TEST_F(Scripts, ABusyNameIsKnownByItsXWithoutAnExistsCheck) {
+  EXPECT_EQ(acquire(member(1))[0], 1);  // inline: no x
+  EXPECT_EQ(acquire(member(2))[0], 0);  // the holder moves into h; x is set
+  const long long exists = command_calls(server(), "exists");
+  EXPECT_EQ(acquire(member(3), 1, 10000, 10000, "f")[2], 1);
+  EXPECT_EQ(command_calls(server(), "exists"), exists);
+  redis({"HDEL", keys.seq, "x"});
+  EXPECT_EQ(acquire(member(4), 1, 10000, 10000, "f")[2], 2);  // still queued behind the holder
+  EXPECT_EQ(command_calls(server(), "exists"), exists + 1);
+  EXPECT_NE(redis({"HGET", keys.seq, "x"}), "(nil)");  // set again
+  redis({"DEL", keys.q, keys.w, keys.h, keys.g});
+  EXPECT_EQ(acquire(member(5))[0], 1);  // granted in h, not inline
+  EXPECT_EQ(redis({"HGET", keys.seq, "o"}), "(nil)");
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(5)}), "(nil)");
+  EXPECT_EQ(release(member(5)), 1);
+  EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+}
+
 TEST_F(Scripts, ReleaseChecksOwnerAndIsIdempotent) {
   acquire(member(1));
   acquire(member(2));
@@ -447,8 +469,10 @@ TEST_F(Scripts, AHandoffKeepsTheHolderSetAndItsStandingExpiry) {
   EXPECT_EQ(acquire(member(2), 1, 10000, 30000)[0], 0);  // x is pushed past its liveness
   const long long x = std::stoll(redis({"HGET", keys.seq, "x"}));
   const long long pexpireats = command_calls(server(), "pexpireat");
+  const long long zcards = command_calls(server(), "zcard");
   EXPECT_EQ(release(member(1)), 1);  // hands off to member 2
   EXPECT_EQ(command_calls(server(), "pexpireat"), pexpireats);
+  EXPECT_EQ(command_calls(server(), "zcard"), zcards);  // one ZRANGE of h, ZPOPMIN of q: no counts
   EXPECT_EQ(redis({"HGET", keys.seq, "x"}), std::to_string(x));
   EXPECT_EQ(redis({"PEXPIRETIME", keys.h}), std::to_string(x));
   EXPECT_EQ(redis({"PEXPIRETIME", keys.g}), std::to_string(x));
@@ -456,6 +480,27 @@ TEST_F(Scripts, AHandoffKeepsTheHolderSetAndItsStandingExpiry) {
   release(member(2));
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
   EXPECT_EQ(redis({"HMGET", keys.seq, "p", "x"}), "(nil)\n(nil)");  // idle: only what keeps fences increasing
+}
+
+// release looks its member up among h's first two entries; a semaphore
+// holder further back is looked up by ZSCORE, and an expired one is not
+// released wherever it stands.
+TEST_F(Scripts, ASemaphoreHolderIsReleasedWhereverItStandsInH) {
+  for (int m = 1; m <= 3; ++m) EXPECT_EQ(acquire(member(m), 3, 10000 * m)[0], 1);  // h by deadline: 1, 2, 3
+  EXPECT_EQ(acquire(member(4), 3)[0], 0);
+  EXPECT_EQ(release(member(3), 3), 1);     // the third entry
+  EXPECT_EQ(acquire(member(4), 3)[0], 1);  // handed on
+  EXPECT_EQ(release(member(3), 3), 0);
+  EXPECT_EQ(release(member(2), 3), 1);  // the second entry
+  EXPECT_EQ(release(member(1), 3), 1);
+  EXPECT_EQ(release(member(4), 3), 1);
+  EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+  EXPECT_EQ(acquire(member(5), 2, 50)[0], 1);  // inline
+  EXPECT_EQ(acquire(member(6), 2, 50)[0], 1);  // both in h
+  EXPECT_EQ(acquire(member(7), 2, 100000)[0], 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(release(member(6), 2), 0);  // expired: lost, not released
+  EXPECT_EQ(acquire(member(7), 2)[0], 1);
 }
 
 // The record lost (deleted, or evicted under maxmemory) while the name is
