@@ -486,7 +486,7 @@ TEST_F(Scripts, AHandoffKeepsTheHolderSetAndItsStandingExpiry) {
 // holder further back is looked up by ZSCORE, and an expired one is not
 // released wherever it stands.
 TEST_F(Scripts, ASemaphoreHolderIsReleasedWhereverItStandsInH) {
-  for (int m = 1; m <= 3; ++m) EXPECT_EQ(acquire(member(m), 3, 10000 * m)[0], 1);  // h by deadline: 1, 2, 3
+  for (int m = 1; m <= 3; ++m) EXPECT_EQ(acquire(member(m), 3, 10000L * m)[0], 1);  // h by deadline: 1, 2, 3
   EXPECT_EQ(acquire(member(4), 3)[0], 0);
   EXPECT_EQ(release(member(3), 3), 1);     // the third entry
   EXPECT_EQ(acquire(member(4), 3)[0], 1);  // handed on
