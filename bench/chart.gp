@@ -20,7 +20,7 @@ c_unfair2 = "#ef8a62"
 c_zset = "#2166ac"
 c_grey = "#888888"
 
-set multiplot layout 2,3 title "fairlock benchmark: fair FIFO lock vs. the usual alternatives, one run, ratios to the PING RTT of that run\n{/*0.8 ".subtitle."}"
+set multiplot layout 2,3 title "fairlock benchmark: fair FIFO lock vs. the usual alternatives, one run, ratios to its RTT reference (PING across vCPUs)\n{/*0.8 ".subtitle."}"
 set grid ytics lc rgb "#dddddd"
 set key top left font ",10" samplen 2
 

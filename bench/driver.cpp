@@ -146,6 +146,13 @@ int finish(Env& e, std::int64_t t0) {
     std::string micro = read_text(e.micro_json);
     if (!micro.empty() && micro.find('{') != std::string::npos) rep.out["google_benchmark"] = Json::raw(micro);
   }
+  // The reference again, after the last scenario: how far the machine drifted
+  // (reported; the figures keep the one measured before the first scenario).
+  const RttRef end = measure_rtt_reference(e, e.rtt.block_med.size() > 10 ? 10 : 4, e.rtt.warmup);
+  rep.out["rtt_reference_end_check"] = end.json();
+  rep.md_prepend(e.rtt.text() +
+                 fmt(" Measured again after the last scenario: p10 %.1f / p50 %.1f / p90 %.1f µs (%zu blocks).\n",
+                     end.p10, end.p50, end.p90, end.block_med.size()));
   std::string header = fmt("Run %s (%s mode, %.0f s).\n", rep.out["date"].dump().c_str(), e.smoke ? "smoke" : "full",
                            static_cast<double>(now_ns() - t0) / 1e9);
   std::printf("\n%s%s\n", header.c_str(), rep.markdown().c_str());
@@ -177,6 +184,9 @@ int driver_main(int argc, char** argv) {
   }
   out["machine"] = machine(e);
   say(fmt("fairlock benchmark (%s) against redis on %s:%d\n", e.smoke ? "smoke" : "full", e.host.c_str(), e.port));
+  e.rtt = measure_rtt_reference(e, e.smoke ? 8 : 20, e.smoke ? 2 : 5);
+  out["rtt_reference"] = e.rtt.json();
+  say(e.rtt.text() + "\n");
   run_scenarios(e);
   return finish(e, t0);
 }

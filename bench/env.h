@@ -1,6 +1,7 @@
 #pragma once
 // What every scenario of the driver works with: the options, the admin and
 // PING connections to the redis-server, and the Report it records into.
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -13,6 +14,23 @@
 namespace fbench {
 
 constexpr std::int64_t kMs = 1000000;
+
+// The run's one RTT reference: the unit of every "× RTT" figure but A's paired
+// column. Blocks of PINGs from a driver thread pinned to one CPU to the
+// redis-server's main thread pinned, for the measurement only, to another:
+// always a wake-up across vCPUs, to a vCPU that is running (see
+// bench/README.md, Method).
+struct RttRef {
+  double p10 = NAN, p50 = NAN, p90 = NAN;  // of the block medians, µs
+  std::vector<double> block_med;           // µs, in measurement order (warm-up blocks excluded)
+  int per_block = 0, warmup = 0;
+  int pinger_cpu = -1, redis_cpu = -1;  // -1: not pinned
+  std::string method;                   // "cross-vCPU, pinned" or "unpinned: <why>"
+  bool kept_busy = false;               // SCHED_IDLE spinners kept both CPUs from halting
+  bool pinned() const { return redis_cpu >= 0; }
+  Json json() const;
+  std::string text() const;  // one line for the report's header
+};
 
 struct Env {
   std::string host = "127.0.0.1";
@@ -27,7 +45,8 @@ struct Env {
   std::int64_t tol_ns = 2 * kMs;
   int pings = 300;
   std::unique_ptr<Redis> admin;   // INFO, CONFIG, FLUSHALL
-  std::unique_ptr<Redis> pinger;  // the RTT unit: PING on its own connection
+  std::unique_ptr<Redis> pinger;  // PING on its own connection
+  RttRef rtt;                     // the run's RTT reference, measured before the first scenario
   Report report;
   int run_counter = 0;
 
@@ -41,6 +60,9 @@ struct Env {
 void say(const std::string& s);
 // `n` PINGs on the pinger connection: their round-trip times in µs.
 std::vector<double> ping_us(Env& e, int n);
+// The RTT reference: `blocks` blocks of e.pings PINGs after `warmup` blocks
+// that are dropped (the first blocks after an idle spell are slower).
+RttRef measure_rtt_reference(Env& e, int blocks, int warmup);
 // FLUSHALL, then the library's scripts loaded again.
 void flushall(Env& e);
 

@@ -33,7 +33,9 @@ struct Measured {
   Metrics m;
   ServerDelta d;
   WorkerTotals tot;
-  double rtt_us = NAN;  // median PING RTT measured right before and after the run
+  double round_ping_us = NAN;  // raw data: median PING right before and after the run (no unit: it is
+                               // bimodal on VMs, same-vCPU or cross-vCPU by blocks)
+  double rtt_ref_us = NAN;     // the run's RTT reference (Env::rtt), the unit of the "× RTT" figures
   double cmds_pg = NAN, cpu_pg = NAN, rt_pg = NAN;
   double cmd_us_pg = NAN;        // Redis's own command time per grant (client_command_usec)
   double cpu_per_ping_us = NAN;  // Redis CPU per PING around the run (raw data; an idle server's PING cost
@@ -50,7 +52,7 @@ void install_signal_handlers();
 // Kills every worker still running and exits with `code` at once.
 [[noreturn]] void kill_workers_and_exit(int code);
 
-// One run of `s`, with the PING RTT measured right before and after it.
+// One run of `s`, with PINGs right before and after it (raw data).
 Measured measure(Env& e, const RunSpec& s);
 
 }  // namespace fbench

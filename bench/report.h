@@ -29,6 +29,7 @@ class Report {
   // `align`: one letter a column, 'l' (left) or 'r' (right).
   void table(const std::vector<std::string>& columns, const std::string& align);
   void md(const std::string& text) { md_ += text; }
+  void md_prepend(const std::string& text) { md_ = text + md_; }
   const std::string& markdown() const { return md_; }
 
   // A chart data file (written into the chart directory).

@@ -115,8 +115,8 @@ void main_table(Env& e, const B& b) {
       "B. Contended handoff: W participants on one lock, holding for ~0",
       fmt("W ≤ 16: one process per participant; W = 64: 4 processes × 16 threads; W = 256: 8 × 32. Medians of %d "
           "rounds of %.0f s; each round runs every W and both locks back to back (the sorted-set queue: one "
-          "longer run). Handoff = one holder's unlock() returned → the next holder's lock() returned, × the PING "
-          "RTT measured around the same run. Overtakes per 100 grants with a %.0f ms allowance for client-side "
+          "longer run). Handoff = one holder's unlock() returned → the next holder's lock() returned, × the run's "
+          "RTT reference (see the top). Overtakes per 100 grants with a %.0f ms allowance for client-side "
           "jitter (in brackets: none). Self re-grabs: share of grants taken by the participant that had just "
           "released (in brackets: while another had been waiting since before the release). Redis CPU per grant: "
           "the server process's CPU time (INFO cpu) over the run ÷ grants; command time: Redis's own time for "

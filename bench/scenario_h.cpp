@@ -298,7 +298,7 @@ class Baton {
 };
 
 struct Round {
-  double grants_per_s = NAN, p50_us = NAN, p99_us = NAN, rtt_us = NAN, threads = NAN;
+  double grants_per_s = NAN, p50_us = NAN, p99_us = NAN, round_ping_us = NAN, threads = NAN;
   double grants = NAN, script_calls_per_grant = NAN;  // over the whole round, the participants' leaving included
 };
 
@@ -420,20 +420,21 @@ Round async_round(Env& e, Contention& c, const std::string& name) {
   return round_of(b, threads, locks);
 }
 
-// One round of either variant, with the PING RTT measured right before and
-// after it and the server's script calls (FCALL, EVALSHA) over it.
+// One round of either variant, with PINGs right before and after it (raw
+// data; the unit is the run's RTT reference) and the server's script calls
+// (FCALL, EVALSHA) over it.
 Round round(Env& e, Contention& c, bool async, int r) {
-  std::vector<double> rtt = ping_us(e, e.pings);
+  std::vector<double> ping = ping_us(e, e.pings);
   const std::string name = fmt("bench:H:%s:%d", async ? "async" : "blocking", r);
   const ServerSnap s0 = snapshot(*e.admin);
   Round x = async ? async_round(e, c, name) : blocking_round(e, c, name);
   x.script_calls_per_grant = static_cast<double>(delta(s0, snapshot(*e.admin)).script_calls) / x.grants;
   const std::vector<double> post = ping_us(e, e.pings);
-  rtt.insert(rtt.end(), post.begin(), post.end());
-  x.rtt_us = median(rtt);
-  say(fmt("  %-8s W=%d: %7.0f grants/s, handoff p50 %s us p99 %s us, %.0f threads, RTT %.0f us\n",
+  ping.insert(ping.end(), post.begin(), post.end());
+  x.round_ping_us = median(ping);
+  say(fmt("  %-8s W=%d: %7.0f grants/s, handoff p50 %s us p99 %s us, %.0f threads, PING %.0f us\n",
           async ? "async" : "blocking", c.W, x.grants_per_s, num(x.p50_us, 0).c_str(), num(x.p99_us, 0).c_str(),
-          x.threads, x.rtt_us));
+          x.threads, x.round_ping_us));
   return x;
 }
 
@@ -499,9 +500,9 @@ void grants_row(Env& e, const Rounds& x) {
 
 void handoff_row(Env& e, const char* what, const Rounds& x, double Round::*figure) {
   const double b = med(x.blocking, figure), a = med(x.async, figure);
-  const double rtt_b = med(x.blocking, &Round::rtt_us), rtt_a = med(x.async, &Round::rtt_us);
+  const double rtt = e.rtt.p50;
   e.report.md(
-      fmt("| %s | %s | %s | %.2f |\n", what, lat_cell(b, b / rtt_b).c_str(), lat_cell(a, a / rtt_a).c_str(), a / b));
+      fmt("| %s | %s | %s | %.2f |\n", what, lat_cell(b, b / rtt).c_str(), lat_cell(a, a / rtt).c_str(), a / b));
 }
 
 void report_contention(Env& e, const Rounds& x) {
@@ -510,7 +511,7 @@ void report_contention(Env& e, const Rounds& x) {
           "%d threads, each with its own FairLock, looping lock(); unlock(). Async: %d FairLock objects of one client "
           "whose callbacks release and call lock_async again (no thread of their own). Handoff = a participant about "
           "to release → another one granted (lock() returned, or its callback running), on the process's steady "
-          "clock, × the PING RTT measured around the round. Script calls per grant: the server's count over the whole "
+          "clock, × the run's RTT reference. Script calls per grant: the server's count over the whole "
           "round ÷ the client's grants. Threads: the whole process's, mid-round.\n\n",
           x.W, x.count, x.dur_ms / 1000.0, x.W, x.W));
   e.report.table({"", "blocking", "async", "async / blocking"}, "lrrr");
@@ -569,19 +570,23 @@ Json rounds_json(const std::vector<Round>& rounds) {
   const std::pair<const char*, double Round::*> figures[] = {{"grants_per_s", &Round::grants_per_s},
                                                              {"handoff_p50_us", &Round::p50_us},
                                                              {"handoff_p99_us", &Round::p99_us},
-                                                             {"rtt_us", &Round::rtt_us},
+                                                             {"round_ping_us", &Round::round_ping_us},
                                                              {"script_calls_per_grant", &Round::script_calls_per_grant},
                                                              {"threads", &Round::threads}};
   for (const auto& [key, figure] : figures) j[key] = med(rounds, figure);
   Json per_round = Json::array();
   for (const Round& r : rounds) per_round.push(r.grants_per_s);
   j["grants_per_s_by_round"] = per_round;
+  Json ping_by_round = Json::array();
+  for (const Round& r : rounds) ping_by_round.push(r.round_ping_us);
+  j["round_ping_us_by_round"] = ping_by_round;
   return j;
 }
 
-Json contention_json(const Rounds& x) {
+Json contention_json(const Rounds& x, double rtt_ref_us) {
   Json j = Json::object();
   j["W"] = x.W;
+  j["rtt_ref_us"] = rtt_ref_us;  // the unit of the table's "×" figures
   j["rounds"] = x.count;
   j["duration_ms"] = x.dur_ms;
   j["blocking"] = rounds_json(x.blocking);
@@ -600,7 +605,7 @@ void report_H(Env& e, const CrowdFigures& f, const Rounds& x) {
   targets_H(e, f);
   Json j = Json::object();
   j["waiters"] = crowd_json(f);
-  j["contention"] = contention_json(x);
+  j["contention"] = contention_json(x, e.rtt.p50);
   e.report.out["H_async"] = j;
 }
 

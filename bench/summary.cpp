@@ -7,19 +7,20 @@ namespace {
 
 // The per-run samples whose medians a Summary reports.
 struct Samples {
-  std::vector<double> rtt, gps, cps, p50, p99, p50r, p99r, w99, cmds, cpu, rt, ws, wk, wt, wh, scr, arr;
+  std::vector<double> ping, gps, cps, p50, p99, p50r, p99r, w99, cmds, cpu, rt, ws, wk, wt, wh, scr, arr;
   long long strict = 0, gm1 = 0;  // strict overtakes; grants - 1, summed
 };
 
 void add_latencies(Samples& x, Summary& s, const Measured& r) {
-  x.rtt.push_back(r.rtt_us);
+  x.ping.push_back(r.round_ping_us);
+  s.rtt_ref_us = r.rtt_ref_us;
   x.gps.push_back(r.m.grants_per_s);
   x.cps.push_back(r.m.cross_per_s);
   if (!std::isnan(r.m.handoff_p50_us)) {
     x.p50.push_back(r.m.handoff_p50_us);
     x.p99.push_back(r.m.handoff_p99_us);
-    x.p50r.push_back(r.m.handoff_p50_us / r.rtt_us);
-    x.p99r.push_back(r.m.handoff_p99_us / r.rtt_us);
+    x.p50r.push_back(r.m.handoff_p50_us / r.rtt_ref_us);
+    x.p99r.push_back(r.m.handoff_p99_us / r.rtt_ref_us);
   }
   x.w99.push_back(r.m.wait_p99_ms);
   s.wait_max_ms = std::max(s.wait_max_ms, r.m.wait_max_ms);
@@ -53,7 +54,7 @@ void add_counts(Samples& x, Summary& s, const Measured& r) {
 }
 
 void take_medians(const Samples& x, Summary& s) {
-  s.rtt_us = median(x.rtt);
+  s.round_ping_us = median(x.ping);
   s.grants_per_s = median(x.gps);
   s.cross_per_s = median(x.cps);
   s.p50_us = median(x.p50);
@@ -94,7 +95,8 @@ void run_figures_json(Json& j, const Measured& r) {
   j["permits"] = r.spec.permits;
   j["ok"] = r.ok;
   j["window_s"] = r.m.window_s;
-  j["rtt_us"] = r.rtt_us;
+  j["round_ping_us"] = r.round_ping_us;
+  j["rtt_ref_us"] = r.rtt_ref_us;
   j["grants"] = r.m.grants;
   j["grants_per_s"] = r.m.grants_per_s;
   j["other_participant_grants"] = r.m.cross;
@@ -102,8 +104,8 @@ void run_figures_json(Json& j, const Measured& r) {
   j["handoffs"] = r.m.handoffs;
   j["handoff_p50_us"] = r.m.handoff_p50_us;
   j["handoff_p99_us"] = r.m.handoff_p99_us;
-  j["handoff_p50_rtt"] = r.m.handoff_p50_us / r.rtt_us;
-  j["handoff_p99_rtt"] = r.m.handoff_p99_us / r.rtt_us;
+  j["handoff_p50_rtt"] = r.m.handoff_p50_us / r.rtt_ref_us;
+  j["handoff_p99_rtt"] = r.m.handoff_p99_us / r.rtt_ref_us;
   j["overtakes"] = r.m.overtakes;
   j["overtakes_per_100"] = r.m.overtakes_per_100;
   j["overtakes_strict_per_100"] = r.m.overtakes_strict_per_100;
@@ -166,7 +168,8 @@ Summary summarise(const std::vector<Measured>& runs) {
 Json summary_json(const Summary& s) {
   Json j = Json::object();
   j["rounds"] = s.runs;
-  j["rtt_us"] = s.rtt_us;
+  j["round_ping_us"] = s.round_ping_us;
+  j["rtt_ref_us"] = s.rtt_ref_us;
   j["grants"] = s.grants;
   j["grants_per_s"] = s.grants_per_s;
   j["other_participant_grants_per_s"] = s.cross_per_s;

@@ -11,8 +11,8 @@ namespace fbench {
 
 struct Summary {
   int runs = 0;
-  double rtt_us = NAN, grants_per_s = NAN, cross_per_s = NAN, p50_us = NAN, p99_us = NAN, p50_rtt = NAN, p99_rtt = NAN,
-         wait_p99_ms = NAN, wait_max_ms = 0, cmds_pg = NAN, cpu_pg = NAN, rt_pg = NAN;
+  double round_ping_us = NAN, rtt_ref_us = NAN, grants_per_s = NAN, cross_per_s = NAN, p50_us = NAN, p99_us = NAN,
+         p50_rtt = NAN, p99_rtt = NAN, wait_p99_ms = NAN, wait_max_ms = 0, cmds_pg = NAN, cpu_pg = NAN, rt_pg = NAN;
   long long grants = 0, overtakes = 0, strict_overtakes = 0, regrabs = 0, regrabs_waiting = 0, inversions = 0;
   double overtakes_per_100 = 0, strict_per_100 = 0, regrab_pct = 0, regrab_waiting_pct = 0;
   int max_holders = 0;
