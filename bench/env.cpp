@@ -51,11 +51,12 @@ pid_t local_redis_pid(Env& e) {
 }
 
 // Pins the calling thread and redis-server's main thread (the one that
-// serves clients; `pid` is its tid) to two different CPUs, and puts both
-// masks back when it goes. `why` says why not, if it could not.
+// serves clients; `pid` is its tid) to two different CPUs (or, `same_cpu`,
+// to one), and puts both masks back when it goes. `why` says why not, if it
+// could not.
 class CrossPin {
  public:
-  explicit CrossPin(pid_t redis) : redis_(redis) {
+  CrossPin(pid_t redis, bool same_cpu) : redis_(redis) {
     CPU_ZERO(&self_);
     CPU_ZERO(&theirs_);
     if (redis_ == 0) {
@@ -67,15 +68,15 @@ class CrossPin {
       why = "sched_getaffinity failed";
       return;
     }
-    // The pinger on our lowest CPU, redis on its highest other one.
+    // The pinger on our lowest CPU, redis on its highest other one (or the same).
     for (int c = 0; c < CPU_SETSIZE && mine < 0; ++c) {
       if (CPU_ISSET(c, &self_)) mine = c;
     }
     for (int c = CPU_SETSIZE - 1; c >= 0 && other < 0; --c) {
-      if (CPU_ISSET(c, &theirs_) && c != mine) other = c;
+      if (CPU_ISSET(c, &theirs_) && (c != mine) != same_cpu) other = c;
     }
     if (mine < 0 || other < 0) {
-      why = "fewer than two CPUs";
+      why = same_cpu ? "no CPU both may run on" : "fewer than two CPUs";
       mine = other = -1;
       return;
     }
@@ -154,6 +155,21 @@ class IdleSpinners {
 
 }  // namespace
 
+struct Placement::Impl {
+  Impl(Env& e, bool same_cpu) : pin(local_redis_pid(e), same_cpu) {
+    if (pin.why.empty()) spinners = std::make_unique<IdleSpinners>(pin.mine, pin.other);
+  }
+  CrossPin pin;
+  std::unique_ptr<IdleSpinners> spinners;
+};
+
+Placement::Placement(Env& e, bool same_cpu) : impl_(std::make_unique<Impl>(e, same_cpu)) {}
+Placement::~Placement() = default;
+int Placement::client_cpu() const { return impl_->pin.mine; }
+int Placement::redis_cpu() const { return impl_->pin.other; }
+bool Placement::kept_busy() const { return impl_->spinners && impl_->spinners->ok(); }
+const std::string& Placement::why_not() const { return impl_->pin.why; }
+
 Json RttRef::json() const {
   Json j = Json::object();
   j["method"] = method;
@@ -191,13 +207,11 @@ RttRef measure_rtt_reference(Env& e, int blocks, int warmup) {
   ref.per_block = e.pings;
   ref.warmup = warmup;
   {
-    CrossPin pin(local_redis_pid(e));
-    ref.pinger_cpu = pin.mine;
-    ref.redis_cpu = pin.other;
-    std::unique_ptr<IdleSpinners> spinners;
-    if (pin.why.empty()) spinners = std::make_unique<IdleSpinners>(pin.mine, pin.other);
-    ref.kept_busy = spinners && spinners->ok();
-    ref.method = pin.why.empty() ? "cross-vCPU, pinned" : "unpinned: " + pin.why;
+    Placement across(e, false);
+    ref.pinger_cpu = across.client_cpu();
+    ref.redis_cpu = across.redis_cpu();
+    ref.kept_busy = across.kept_busy();
+    ref.method = across.why_not().empty() ? "cross-vCPU, pinned" : "unpinned: " + across.why_not();
     for (int b = 0; b < warmup + blocks; ++b) {
       const double m = median(ping_us(e, e.pings));
       if (b >= warmup) ref.block_med.push_back(m);

@@ -56,6 +56,29 @@ struct Env {
   void fail(const std::string& what) { report.fail(what); }
 };
 
+// While it lives, the calling thread and the local redis-server's main
+// thread are pinned to two different CPUs (or, `same_cpu`, to one), with a
+// SCHED_IDLE spinner on each keeping the vCPUs from halting: every round
+// trip is then a wake-up across running vCPUs (or none at all), not a mix of
+// both (bench/README.md, Method). Threads the caller starts meanwhile
+// inherit its pinned mask. Without a local redis-server, two CPUs or the
+// permission to pin, nothing changes and why_not() says why.
+class Placement {
+ public:
+  Placement(Env& e, bool same_cpu);
+  ~Placement();
+  Placement(const Placement&) = delete;
+  Placement& operator=(const Placement&) = delete;
+  int client_cpu() const;  // -1 if not pinned
+  int redis_cpu() const;   // -1 if not pinned
+  bool kept_busy() const;  // the spinners run
+  const std::string& why_not() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Progress on stdout, flushed: the driver runs for minutes.
 void say(const std::string& s);
 // `n` PINGs on the pinger connection: their round-trip times in µs.

@@ -140,6 +140,36 @@ double run_block(Env& e, Systems& systems, Sys& s, std::size_t i, int count) {
   return med;
 }
 
+// Scenario A again, briefly, with the client and redis-server on one vCPU:
+// round trips of a few µs, so the pair's cost is Redis's time and the
+// client's CPU. Only fairlock against the unfair lock, paired per block.
+struct SameCpu {
+  std::string placement;  // how the main blocks ran
+  std::string why_not;    // empty if this pass ran
+  double ping_us = NAN, fair_us = NAN, unfair_us = NAN, ratio = NAN;
+};
+
+void same_cpu_pass(Env& e, Systems& systems, const std::vector<Sys>& sys, int blocks, int n, SameCpu& out) {
+  Placement one(e, true);
+  out.why_not = one.why_not();
+  if (!out.why_not.empty()) return;
+  std::vector<double> ping, fair, unfair, ratio;
+  for (int b = 0; b < blocks; ++b) {
+    Sys p = sys[kPing], f = sys[kFair], u = sys[kUnfair];  // copies: the main rows keep their own figures
+    ping.push_back(run_block(e, systems, p, kPing, n));
+    const bool fair_first = b % 2 == 0;
+    const double first = fair_first ? run_block(e, systems, f, kFair, n) : run_block(e, systems, u, kUnfair, n);
+    const double second = fair_first ? run_block(e, systems, u, kUnfair, n) : run_block(e, systems, f, kFair, n);
+    fair.push_back(fair_first ? first : second);
+    unfair.push_back(fair_first ? second : first);
+    ratio.push_back(fair.back() / unfair.back());
+  }
+  out.ping_us = median(ping);
+  out.fair_us = median(fair);
+  out.unfair_us = median(unfair);
+  out.ratio = median(ratio);
+}
+
 // One system's row, JSON and chart line.
 void report_system(Env& e, Json& ja, const Sys& s, std::size_t i, std::string& dat) {
   const double ratio = median(s.ratios);
@@ -167,17 +197,36 @@ void report_system(Env& e, Json& ja, const Sys& s, std::size_t i, std::string& d
   if (i > kPing) dat += fmt("\"%s\" %.4f\n", s.key == "fairlock_scripts" ? "scripts" : s.key.c_str(), ratio);
 }
 
-void report_A(Env& e, const std::vector<Sys>& sys, int blocks, int n) {
+void report_A(Env& e, const std::vector<Sys>& sys, int blocks, int n, const SameCpu& same) {
   const double rtt = median(sys[kPing].block_med);
   Json ja = Json::object();
   ja["blocks"] = blocks;
   ja["pairs_per_block"] = n;
   ja["ping_median_of_blocks_us"] = rtt;  // A's own PING, the denominator of its paired ratios
   ja["rtt_ref_us"] = e.rtt.p50;
+  ja["placement"] = same.placement;
+  Json js = Json::object();
+  js["ran"] = same.why_not.empty();
+  js["why_not"] = same.why_not;
+  js["ping_us"] = same.ping_us;
+  js["fairlock_us"] = same.fair_us;
+  js["unfair_us"] = same.unfair_us;
+  js["fairlock_over_unfair_paired"] = same.ratio;
+  ja["same_cpu"] = js;
+  const std::string one_cpu =
+      same.why_not.empty()
+          ? fmt(" Then, with the client and redis-server pinned to one vCPU (PING %.0f µs, medians of blocks): "
+                "fairlock %.0f µs against the unfair lock's %.0f µs per pair, %.2f × paired: with almost no round "
+                "trip, the pair is Redis's time and the client's CPU.",
+                same.ping_us, same.fair_us, same.unfair_us, same.ratio)
+          : " (No one-vCPU pass: " + same.why_not + ".)";
   e.report.section("A. Uncontended acquire+release (one client, sequential)",
-                   fmt("Median PING %.0f µs (this scenario's own PING blocks, not the run's RTT reference). Ratios are "
-                       "medians over %d interleaved blocks of (block median / PING median of the same block).\n\n",
-                       rtt, blocks));
+                   fmt("Placement: %s, for the whole scenario, so that every round trip crosses vCPUs as it would "
+                       "cross a network (unpinned, blocks of PINGs on this VM take either about 6 or 40-90 µs, and "
+                       "the paired ratios swing with the mix). Median PING %.0f µs (this scenario's own PING blocks). "
+                       "Ratios are medians over %d interleaved blocks of (block median / PING median of the same "
+                       "block).%s\n\n",
+                       same.placement.c_str(), rtt, blocks, one_cpu.c_str()));
   e.report.table({"system", "median", "p99", "× RTT (paired)", "round trips", "Redis cmds", "Redis CPU µs",
                   "Redis command time µs"},
                  "lrrrrrrr");
@@ -222,15 +271,23 @@ void scenario_A(Env& e) {
                           {"unfair", "unfair SET NX PX + Lua DEL"},
                           {"list", "least fair lock: RPUSH + Lua release"},
                           {"zset", "sorted-set polling queue"}};
-  for (int b = 0; b < blocks; ++b) {
-    std::vector<double> med(sys.size(), NAN);
-    for (std::size_t k = 0; k < sys.size(); ++k) {
-      std::size_t i = (k + static_cast<std::size_t>(b)) % sys.size();  // rotate the order every block
-      med[i] = run_block(e, systems, sys[i], i, i == kZset ? n / 2 : n);
+  SameCpu same;
+  {
+    Placement across(e, false);  // every round trip a wake-up across vCPUs, as over a network
+    for (int b = 0; b < blocks; ++b) {
+      std::vector<double> med(sys.size(), NAN);
+      for (std::size_t k = 0; k < sys.size(); ++k) {
+        std::size_t i = (k + static_cast<std::size_t>(b)) % sys.size();  // rotate the order every block
+        med[i] = run_block(e, systems, sys[i], i, i == kZset ? n / 2 : n);
+      }
+      for (std::size_t i = 0; i < sys.size(); ++i) sys[i].ratios.push_back(med[i] / med[kPing]);
     }
-    for (std::size_t i = 0; i < sys.size(); ++i) sys[i].ratios.push_back(med[i] / med[kPing]);
+    same.placement = across.why_not().empty()
+                         ? fmt("client on CPU %d, redis-server on CPU %d", across.client_cpu(), across.redis_cpu())
+                         : "unpinned: " + across.why_not();
   }
-  report_A(e, sys, blocks, n);
+  same_cpu_pass(e, systems, sys, e.smoke ? 2 : 5, n, same);
+  report_A(e, sys, blocks, n, same);
 }
 
 }  // namespace fbench
