@@ -479,8 +479,10 @@ end
 -- stands. An x that is missing or garbage, or does not reach a second past
 -- now (the record was lost), is set again from the latest deadline in h and
 -- w, whatever this call wrote. With `deep` (heartbeat, evict: off the
--- per-grant path), a key found without an expiry (deleted and made again
--- by a later call: tampered or evicted) gets the x that stands.
+-- per-grant path), w or g found without an expiry gets the x that stands:
+-- deleted (tampered, evicted) while q or h still held entries, they are made
+-- again by a later call that does not count as creating them. (q and h are
+-- fresh whenever made again: q when joined empty, h when granted empty.)
 local function cleanup(now, horizon, deep)
   if h_empty() and card(Q) == 0 then
     drop_queue()
@@ -494,7 +496,8 @@ local function cleanup(now, horizon, deep)
     keys = {}
     for _, key in ipairs({Q, W, H, G}) do
       local made = fresh[key] or (key == G and fresh[H])
-      if made or (deep and redis.call('PTTL', key) == -1) then keys[#keys + 1] = key end
+      local unsure = deep and (key == W or key == G)
+      if made or (unsure and redis.call('PTTL', key) == -1) then keys[#keys + 1] = key end
     end
     if #keys == 0 then return end
   else
