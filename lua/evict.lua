@@ -15,7 +15,7 @@ if not member then return err end
 local now = now_ms()
 err = read_record()
 if err then return err end
-if R.o == member then  -- the uncontended holder, kept inline
+if R.o == member and not queue_by_x(now) then  -- the uncontended holder, kept inline
   drop_inline()
   return 1
 end

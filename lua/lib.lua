@@ -14,7 +14,8 @@
 --   KEYS[5] P:{N}:seq  HASH  the name's record (never deleted):
 --     "v" protocol version (VERSION), "s" the last ticket issued; while the
 --     name is in use "p" its permit count, and while it has a queue
---     structure "x" the expiry time set on q, w, h and g (see cleanup); an
+--     structure "x" the expiry time set on q, w, h and g (see cleanup; if
+--     the keys expire at x, p and x stay until the name's next call); an
 --     uncontended holder kept inline: "o" its member, "d" its grant deadline
 --     (ms), "t" when it was granted (ms); its fence is "s". The inline
 --     holder exists only while q, h and g do not: the first call that
@@ -396,15 +397,19 @@ local function inline_holder(now)
   return nil
 end
 
--- The name has its queue structure: q, h or g exists. The record's x, if
--- still ahead, says so without a read: cleanup sets it whenever the
--- structure is made, the keys expire at x, and it is dropped with them when
--- the name goes idle. Without a live x (lost, or passed with the keys) EXISTS
--- decides. An inline holder is never there beside the structure but by
--- tampering, so then it is not trusted.
+-- The record's x is still ahead: the queue structure (q, h or g) exists,
+-- known without a read. cleanup sets x whenever the structure is made, the
+-- keys expire at x, and x is deleted when the name goes idle (drop_queue) or
+-- is granted inline (an x left behind by keys that expired with it).
+local function queue_by_x(now)
+  return live_deadline(tonumber(R.x), now)
+end
+
+-- The name has its queue structure: q, h or g exists. Without a live x
+-- (lost, or passed with the keys) EXISTS decides. An inline holder is never
+-- there beside the structure but by tampering, so then it is not trusted.
 local function has_queue(now)
-  if live_deadline(tonumber(R.x), now) then return true end
-  return redis.call('EXISTS', Q, H, G) > 0
+  return queue_by_x(now) or redis.call('EXISTS', Q, H, G) > 0
 end
 
 -- Forgets the inline holder (released, expired, evicted or moved), and

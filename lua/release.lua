@@ -16,7 +16,9 @@ if not member then return err end
 local now = now_ms()
 err = read_record()
 if err then return err end
-if R.o == member then  -- Fast path: the uncontended holder, kept inline
+-- (An inline holder beside a live x is forged: inflate drops it, keeping
+-- the queue's permit count, and the member is looked up in h.)
+if R.o == member and not queue_by_x(now) then  -- Fast path: the uncontended holder, kept inline
   local live = inline_holder(now)
   drop_inline()
   if live then return 1 end

@@ -162,6 +162,37 @@ TEST_F(Scripts, ABusyNameIsKnownByItsXWithoutAnExistsCheck) {
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
 }
 
+// The keys of a busy name whose processes all died expire at x, but the
+// record keeps x: the next inline grant deletes it, so an inline holder
+// never stands beside an x (were the clock to step back below that x,
+// has_queue would take the holder as forged and drop it).
+TEST_F(Scripts, AnXLeftByExpiredKeysGoesWithTheNextInlineGrant) {
+  EXPECT_EQ(acquire(member(1))[0], 1);
+  EXPECT_EQ(acquire(member(2))[0], 0);
+  const long long ms = std::stoll(redis({"TIME"}).substr(0, 10)) * 1000;
+  redis({"DEL", keys.q, keys.w, keys.h, keys.g});  // as if expired at x
+  redis({"HSET", keys.seq, "x", std::to_string(ms - 1)});
+  EXPECT_EQ(acquire(member(3))[0], 1);  // inline
+  EXPECT_EQ(redis({"HMGET", keys.seq, "o", "x"}), member(3) + "\n(nil)");
+  EXPECT_EQ(acquire(member(4))[0], 0);
+  EXPECT_EQ(release(member(3)), 1);
+  EXPECT_EQ(acquire(member(4))[0], 1);
+}
+
+// A forged inline holder beside a queue (a live x) is not released or
+// evicted by the inline fast path: that path would delete the record's
+// permit count, which is the queue's.
+TEST_F(Scripts, AForgedInlineHolderBesideAQueueKeepsThePermitCount) {
+  EXPECT_EQ(acquire(member(1))[0], 1);
+  EXPECT_EQ(acquire(member(2))[0], 0);
+  for (const Script op : {Script::release, Script::evict}) {
+    redis({"HSET", keys.seq, "o", member(9), "d", "1", "t", "1"});
+    EXPECT_EQ(ints(*call(op, {member(9), "1"})), std::vector<long long>{0});
+    EXPECT_EQ(redis({"HMGET", keys.seq, "o", "p"}), "(nil)\n1");
+    EXPECT_EQ(error_of(call(Script::acquire, {member(3), "3", "1000", "1000", "q"})), "FLPERMITS 1");
+  }
+}
+
 TEST_F(Scripts, ReleaseChecksOwnerAndIsIdempotent) {
   acquire(member(1));
   acquire(member(2));
