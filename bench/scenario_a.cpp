@@ -149,20 +149,30 @@ struct SameCpu {
   double ping_us = NAN, fair_us = NAN, unfair_us = NAN, ratio = NAN;
 };
 
+// One block: each system of `ops` runs `n` operations (the sorted-set queue
+// n / 2), in an order rotated by `b`; the block medians, indexed like `sys`.
+std::vector<double> run_rotated(Env& e, Systems& systems, std::vector<Sys>& sys, const std::vector<std::size_t>& ops,
+                                int b, int n) {
+  std::vector<double> med(sys.size(), NAN);
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    const std::size_t i = ops[(k + static_cast<std::size_t>(b)) % ops.size()];
+    med[i] = run_block(e, systems, sys[i], i, i == kZset ? n / 2 : n);
+  }
+  return med;
+}
+
 void same_cpu_pass(Env& e, Systems& systems, const std::vector<Sys>& sys, int blocks, int n, SameCpu& out) {
   Placement one(e, true);
   out.why_not = one.why_not();
   if (!out.why_not.empty()) return;
+  std::vector<Sys> scratch = sys;  // the main rows keep their own figures
   std::vector<double> ping, fair, unfair, ratio;
   for (int b = 0; b < blocks; ++b) {
-    Sys p = sys[kPing], f = sys[kFair], u = sys[kUnfair];  // copies: the main rows keep their own figures
-    ping.push_back(run_block(e, systems, p, kPing, n));
-    const bool fair_first = b % 2 == 0;
-    const double first = fair_first ? run_block(e, systems, f, kFair, n) : run_block(e, systems, u, kUnfair, n);
-    const double second = fair_first ? run_block(e, systems, u, kUnfair, n) : run_block(e, systems, f, kFair, n);
-    fair.push_back(fair_first ? first : second);
-    unfair.push_back(fair_first ? second : first);
-    ratio.push_back(fair.back() / unfair.back());
+    const std::vector<double> med = run_rotated(e, systems, scratch, {kPing, kFair, kUnfair}, b, n);
+    ping.push_back(med[kPing]);
+    fair.push_back(med[kFair]);
+    unfair.push_back(med[kUnfair]);
+    ratio.push_back(med[kFair] / med[kUnfair]);
   }
   out.ping_us = median(ping);
   out.fair_us = median(fair);
@@ -274,12 +284,10 @@ void scenario_A(Env& e) {
   SameCpu same;
   {
     Placement across(e, false);  // every round trip a wake-up across vCPUs, as over a network
+    std::vector<std::size_t> all(sys.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
     for (int b = 0; b < blocks; ++b) {
-      std::vector<double> med(sys.size(), NAN);
-      for (std::size_t k = 0; k < sys.size(); ++k) {
-        std::size_t i = (k + static_cast<std::size_t>(b)) % sys.size();  // rotate the order every block
-        med[i] = run_block(e, systems, sys[i], i, i == kZset ? n / 2 : n);
-      }
+      const std::vector<double> med = run_rotated(e, systems, sys, all, b, n);
       for (std::size_t i = 0; i < sys.size(); ++i) sys[i].ratios.push_back(med[i] / med[kPing]);
     }
     same.placement = across.why_not().empty()
