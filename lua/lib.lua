@@ -223,11 +223,17 @@ end
 -- an entry heads the queue (fill and live_score treat it as expired) or
 -- holds a permit, and every waiting process beats a few times per liveness.
 -- Without `deep`, h is searched only if its earliest deadline has passed:
--- that read serves acquire's reply as well (first_holder).
-local function prune(now, deep)
+-- that read serves acquire's reply as well (first_holder). release prunes
+-- only h (prune_holders): fill skips a dead waiter it reaches at the head,
+-- and the others go at the next acquire, cancel or heartbeat.
+local function prune_holders(now, deep)
   local earliest = not deep and first_holder()[2]
   local hx = (deep or (earliest and earliest <= now)) and dead_entries(H, now, deep) or {}
   if #hx > 0 then drop_holder(unpack(hx)) end
+end
+
+local function prune(now, deep)
+  prune_holders(now, deep)
   local wx = dead_entries(W, now, deep)
   if #wx > 0 then drop_waiter(unpack(wx)) end
 end

@@ -28,7 +28,7 @@ inflate(now)
 -- A grant past its deadline is not released, it was lost (live_score
 -- removes it).
 local released = holder_deadline(member, now) and 1 or 0
-prune(now)
+prune_holders(now)
 -- The permit is handed on before the holder leaves h (see fill).
 fill(now, stored_permits(permits), released)
 -- Nobody else holds or waits? (fill found q empty unless it filled every

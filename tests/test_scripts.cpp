@@ -73,6 +73,11 @@ class Scripts : public ::testing::Test {
     const std::string past = std::to_string(std::stoll(redis({"TIME"}).substr(0, 10)) * 1000 - 1);
     for (const auto& m : members) ASSERT_EQ(redis({"ZADD", keys.h, "XX", "CH", past, m}), "1") << m;
   }
+  // The same for waiters' liveness deadlines in w: their processes died.
+  void expire_waiters(const std::vector<std::string>& members) {
+    const std::string past = std::to_string(std::stoll(redis({"TIME"}).substr(0, 10)) * 1000 - 1);
+    for (const auto& m : members) ASSERT_EQ(redis({"ZADD", keys.w, "XX", "CH", past, m}), "1") << m;
+  }
   std::vector<std::string> name_keys() {
     std::string all = redis({"KEYS", "fairlock:{" + name + "}:*"});
     std::vector<std::string> out;
@@ -273,6 +278,21 @@ TEST_F(Scripts, PrunesExpiredWaiterInTheMiddle) {
   EXPECT_EQ(d[2], 1);           // only member 2 is ahead now
   EXPECT_EQ(redis({"ZSCORE", keys.q, member(3)}), "(nil)");
   EXPECT_EQ(redis({"ZSCORE", keys.w, member(3)}), "(nil)");
+}
+
+// release does not search w (one command less per grant): a dead waiter
+// it reaches at the head is skipped, one behind it stays until the next
+// acquire, cancel or heartbeat prunes it.
+TEST_F(Scripts, ReleaseSkipsADeadHeadAndLeavesTheNextAcquireToPruneTheRest) {
+  for (int m = 1; m <= 5; ++m) acquire(member(m));  // 1 holds, 2..5 wait
+  expire_waiters({member(2), member(4)});
+  ASSERT_EQ(release(member(1)), 1);
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(3)}), "(nil)");  // past the dead head
+  EXPECT_EQ(redis({"ZSCORE", keys.w, member(2)}), "(nil)");  // skipped, so gone
+  EXPECT_NE(redis({"ZSCORE", keys.w, member(4)}), "(nil)");  // not searched for
+  EXPECT_EQ(acquire(member(5))[2], 0);                       // acquire prunes it: 5 is next
+  EXPECT_EQ(redis({"ZSCORE", keys.q, member(4)}), "(nil)");
+  EXPECT_EQ(redis({"ZSCORE", keys.w, member(4)}), "(nil)");
 }
 
 TEST_F(Scripts, ExpiredHolderIsPrunedAndNextGranted) {
