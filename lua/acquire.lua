@@ -54,7 +54,7 @@ if owner and mode == 't' and permits == 1 and not has_queue(now) then return {-1
 if not owner and not has_queue(now) then  -- idle: grant inline
   local t = ticket_after(now)
   redis.call('HSET', SEQ, 'v', VERSION, 's', string.format('%d', t), 'o', member,
-             'd', string.format('%d', now + lease), 't', string.format('%d', now), 'p', permits)
+             'd', string.format('%d', now + lease), 't', string.format('%d', now), 'p', string.format('%d', permits))
   -- An x left by keys that expired at it (no call ran since) must go: an
   -- inline holder never stands beside a live x (has_queue would take it as
   -- forged if the clock stepped back).

@@ -45,7 +45,7 @@ local function add_holder(member, fence, since, deadline)
   holders[#holders + 1] = ms((tonumber(deadline) or now) - now)
 end
 if R.o then add_holder(R.o, R.s, tonumber(R.t) and R.t, R.d) end  -- the inline holder
-local h = redis.call('ZRANGE', H, 0, -1, 'WITHSCORES')
+local h = redis.call('ZRANGE', H, '0', '-1', 'WITHSCORES')
 for i = 1, #h, 2 do
   local v = redis.call('HGET', G, h[i]) or ''
   local fence, since = string.match(v, '^(%d+):(%d+)$')
@@ -54,7 +54,7 @@ end
 
 local waiters = {}
 if limit > 0 then
-  local q = redis.call('ZRANGE', Q, 0, limit - 1, 'WITHSCORES')
+  local q = redis.call('ZRANGE', Q, '0', string.format('%d', limit - 1), 'WITHSCORES')
   for i = 1, #q, 2 do
     local member, ticket = q[i], tonumber(q[i + 1])
     local deadline = tonumber(redis.call('ZSCORE', W, member)) or now

@@ -29,9 +29,13 @@
 -- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
 -- the participant's 128-bit random token, both lower-case hex.
 
+-- Numbers go to redis.call as strings ('0', string.format('%d', n)): Redis
+-- turns a Lua number argument into text with snprintf("%.17g"), several
+-- times the cost of an integer format (5 % of a grant, measured).
+
 local Q, W, H, G, SEQ     -- this call's keys (begin)
 local ARGS = {}          -- this call's ARGV (begin)
-local PRUNE_LIMIT = 100   -- expired entries removed per structure per call
+local PRUNE_LIMIT = '100' -- expired entries removed per structure per call (a string: above)
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
 local fresh = {}         -- the keys (q, w, h) this call created: they need their expiry (cleanup;
                          -- g is created with h)
@@ -124,7 +128,7 @@ local function signal(member, fence)
   elseif mode == 'k' then
     -- The documented exception to "every key in KEYS": a per-(name, process)
     -- key in the same hash slot, whose keyspace channel the process watches.
-    redis.call('SET', base .. 'wake:' .. cid, string.format('%d', fence), 'PX', 60000)
+    redis.call('SET', base .. 'wake:' .. cid, string.format('%d', fence), 'PX', '60000')
   end
 end
 
@@ -141,7 +145,7 @@ end
 
 -- ZADD of one member; returns 1 if it was new, 0 if its score changed.
 local function zadd(key, score, member)
-  local n = redis.call('ZADD', key, score, member)
+  local n = redis.call('ZADD', key, string.format('%d', score), member)
   if cards[key] then cards[key] = cards[key] + n end
   if key == H then h_first = nil end
   return n
@@ -171,7 +175,7 @@ end
 -- and again only after this call changed h (zadd, zrem).
 local function first_holder()
   if not h_first then
-    local e = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
+    local e = redis.call('ZRANGE', H, '0', '0', 'WITHSCORES')
     h_first = #e == 0 and {} or {e[1], tonumber(e[2])}
   end
   return h_first
@@ -208,10 +212,10 @@ end
 -- Members of a deadline set that are expired (deadline <= now); with
 -- `deep`, also those with a corrupt deadline beyond now + MAX_MS.
 local function dead_entries(key, now, deep)
-  local x = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, PRUNE_LIMIT)
+  local x = redis.call('ZRANGEBYSCORE', key, '-inf', string.format('%d', now), 'LIMIT', '0', PRUNE_LIMIT)
   if deep then
     local far = redis.call('ZRANGEBYSCORE', key, '(' .. string.format('%d', now + MAX_MS), '+inf',
-                           'LIMIT', 0, PRUNE_LIMIT)
+                           'LIMIT', '0', PRUNE_LIMIT)
     for _, m in ipairs(far) do x[#x + 1] = m end
   end
   return x
@@ -306,7 +310,7 @@ end
 -- member is one of them (a lock's holder always is): that read also tells
 -- this call h's earliest entry and, with fewer than two, its size.
 local function holder_deadline(member, now)
-  local e = redis.call('ZRANGE', H, 0, 1, 'WITHSCORES')
+  local e = redis.call('ZRANGE', H, '0', '1', 'WITHSCORES')
   local n = #e / 2
   if n < 2 then cards[H] = n end
   h_first = n == 0 and {} or {e[1], tonumber(e[2])}
@@ -456,7 +460,7 @@ end
 local function last_deadline(now)
   local latest = now
   for _, key in ipairs({H, W}) do
-    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local e = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
     local d = #e > 0 and tonumber(e[2])
     if d and d == d and d > latest then latest = d end
   end
