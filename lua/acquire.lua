@@ -43,7 +43,7 @@ if err then return err end
 -- Fast path: the name is uncontended, its holder (if any) kept inline.
 local owner, fence = inline_holder(now)
 if owner == member and not has_queue(now) then  -- a retry of a grant held: same fence, new deadline
-  redis.call('HSET', SEQ, 'd', string.format('%d', now + lease))
+  redis.call('HSET', SEQ, 'd', format('%d', now + lease))
   return {1, fence}
 end
 local owner_permits = owner and valid_permits(R.p)
@@ -53,8 +53,8 @@ if owner_permits and owner_permits ~= permits and not has_queue(now) then return
 if owner and mode == 't' and permits == 1 and not has_queue(now) then return {-1} end  -- held: no free permit
 if not owner and not has_queue(now) then  -- idle: grant inline
   local t = ticket_after(now)
-  redis.call('HSET', SEQ, 'v', VERSION, 's', string.format('%d', t), 'o', member,
-             'd', string.format('%d', now + lease), 't', string.format('%d', now), 'p', string.format('%d', permits))
+  redis.call('HSET', SEQ, 'v', VERSION, 's', format('%d', t), 'o', member,
+             'd', format('%d', now + lease), 't', format('%d', now), 'p', format('%d', permits))
   -- An x left by keys that expired at it (no call ran since) must go: an
   -- inline holder never stands beside a live x (has_queue would take it as
   -- forged if the clock stepped back).
@@ -66,7 +66,7 @@ prune(now)
 cleanup(now, nil)  -- idle check only: a name left with only expired entries is idle again
 local stored = R.p
 if stored and not valid_permits(stored) then
-  record_set('p', string.format('%d', permits))  -- garbage (tampered): repair
+  record_set('p', format('%d', permits))  -- garbage (tampered): repair
 elseif stored and valid_permits(stored) ~= permits then
   fill(now, stored_permits(permits))  -- what prune freed is still handed on
   cleanup(now, nil)
@@ -77,7 +77,7 @@ fill(now, permits)
 local function earliest_holder()
   local deadline = first_holder()[2]
   if not deadline then return -1 end
-  return math.min(MAX_MS, math.max(0, deadline - now))
+  return min(MAX_MS, max(0, deadline - now))
 end
 
 -- The caller's own state, unless it has none (mode "f").
@@ -113,7 +113,7 @@ local t = next_ticket(now, not stored and permits)  -- with the permits, unless 
 if free then
   if card(H) == 0 then fresh[H] = true end
   zadd(H, now + lease, member)
-  redis.call('HSET', G, member, string.format('%d:%d', t, now))
+  redis.call('HSET', G, member, format('%d:%d', t, now))
   cleanup(now, now + lease)
   return {1, t}
 end

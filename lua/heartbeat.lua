@@ -37,7 +37,7 @@ err = read_record()
 if err then return err end
 local owner, owner_fence = inline_holder(now)
 if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue(now) then  -- Fast path: the uncontended holder
-  redis.call('HSET', SEQ, 'd', string.format('%d', now + tonumber(ARGV[4])))
+  redis.call('HSET', SEQ, 'd', format('%d', now + tonumber(ARGV[4])))
   return {2, owner_fence}
 end
 inflate(now)
@@ -49,7 +49,7 @@ local horizon = nil  -- the latest deadline written
 -- Moves member's deadline in `key` and reports it as {status, value}.
 local function renew(key, deadline, member, status, value)
   zadd(key, deadline, member)
-  horizon = math.max(horizon or 0, deadline)
+  horizon = max(horizon or 0, deadline)
   out[#out + 1] = status
   out[#out + 1] = value
 end

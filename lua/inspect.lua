@@ -30,7 +30,7 @@ if err then return err end
 -- Tampered keys may hold any score: report them clamped, never as garbage.
 local function ms(v)
   if not v or v ~= v then return 0 end
-  return math.max(-MAX_MS, math.min(MAX_MS, v))
+  return max(-MAX_MS, min(MAX_MS, v))
 end
 local function fence_or_0(v)
   if valid_fence(v) then return v end
@@ -48,19 +48,19 @@ if R.o then add_holder(R.o, R.s, tonumber(R.t) and R.t, R.d) end  -- the inline 
 local h = redis.call('ZRANGE', H, '0', '-1', 'WITHSCORES')
 for i = 1, #h, 2 do
   local v = redis.call('HGET', G, h[i]) or ''
-  local fence, since = string.match(v, '^(%d+):(%d+)$')
+  local fence, since = match(v, '^(%d+):(%d+)$')
   add_holder(h[i], fence, since, h[i + 1])
 end
 
 local waiters = {}
 if limit > 0 then
-  local q = redis.call('ZRANGE', Q, '0', string.format('%d', limit - 1), 'WITHSCORES')
+  local q = redis.call('ZRANGE', Q, '0', format('%d', limit - 1), 'WITHSCORES')
   for i = 1, #q, 2 do
     local member, ticket = q[i], tonumber(q[i + 1])
     local deadline = tonumber(redis.call('ZSCORE', W, member)) or now
     waiters[#waiters + 1] = member
     waiters[#waiters + 1] = fence_or_0(ticket)
-    waiters[#waiters + 1] = valid_fence(ticket) and ms(math.max(0, now - math.floor(ticket / 1000))) or 0
+    waiters[#waiters + 1] = valid_fence(ticket) and ms(max(0, now - floor(ticket / 1000))) or 0
     waiters[#waiters + 1] = ms(deadline - now)
   end
 end
