@@ -65,9 +65,10 @@ inflate(now)
 prune(now)
 cleanup(now, nil)  -- idle check only: a name left with only expired entries is idle again
 local stored = R.p
-if stored and not valid_permits(stored) then
+local stored_count = stored and valid_permits(stored)
+if stored and not stored_count then
   record_set('p', format('%d', permits))  -- garbage (tampered): repair
-elseif stored and valid_permits(stored) ~= permits then
+elseif stored_count and stored_count ~= permits then
   fill(now, stored_permits(permits))  -- what prune freed is still handed on
   cleanup(now, nil)
   return fail('PERMITS', stored)

@@ -85,9 +85,11 @@ local function live_deadline(d, now)
   return type(d) == 'number' and d > now and d <= now + MAX_MS
 end
 
+-- (TIME's two integers come as text: arithmetic converts each once,
+-- tonumber twice.)
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+  return t[1] * 1000 + floor(t[2] / 1000)
 end
 
 local function fail(code, detail)
@@ -324,7 +326,7 @@ local function holder_deadline(member, now)
   local n = #e / 2
   if n < 2 then cards[H] = n end
   h_first = n == 0 and {} or {e[1], tonumber(e[2])}
-  if e[1] == member then return live_or_drop(H, member, e[2], now) end
+  if e[1] == member then return live_or_drop(H, member, h_first[2], now) end
   if e[3] == member then return live_or_drop(H, member, e[4], now) end
   if n < 2 then return nil end
   return live_score(H, member, now)
