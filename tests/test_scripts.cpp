@@ -67,17 +67,15 @@ class Scripts : public ::testing::Test {
     return r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string("(no error)");
   }
   static std::string redis(const std::vector<std::string>& argv) { return server().cmd(argv); }
-  // Moves the deadlines of these holders in h into the past: their leases
-  // ran out, without a test that waits for a clock (and fails on a slow one).
-  void expire_holders(const std::vector<std::string>& members) {
+  // Moves the deadlines of these members in a deadline set (h or w) into the
+  // past: their leases ran out, or their processes died, without a test that
+  // waits for a clock (and fails on a slow one).
+  void expire(const std::string& key, const std::vector<std::string>& members) {
     const std::string past = std::to_string(std::stoll(redis({"TIME"}).substr(0, 10)) * 1000 - 1);
-    for (const auto& m : members) ASSERT_EQ(redis({"ZADD", keys.h, "XX", "CH", past, m}), "1") << m;
+    for (const auto& m : members) ASSERT_EQ(redis({"ZADD", key, "XX", "CH", past, m}), "1") << m;
   }
-  // The same for waiters' liveness deadlines in w: their processes died.
-  void expire_waiters(const std::vector<std::string>& members) {
-    const std::string past = std::to_string(std::stoll(redis({"TIME"}).substr(0, 10)) * 1000 - 1);
-    for (const auto& m : members) ASSERT_EQ(redis({"ZADD", keys.w, "XX", "CH", past, m}), "1") << m;
-  }
+  void expire_holders(const std::vector<std::string>& members) { expire(keys.h, members); }
+  void expire_waiters(const std::vector<std::string>& members) { expire(keys.w, members); }
   std::vector<std::string> name_keys() {
     std::string all = redis({"KEYS", "fairlock:{" + name + "}:*"});
     std::vector<std::string> out;
