@@ -156,8 +156,11 @@ local function card(key)
 end
 
 -- ZADD of one member; returns 1 if it was new, 0 if its score changed.
+-- The score goes as text, as Redis would print it: a fraction (only a
+-- tampered deadline read back has one) keeps it.
 local function zadd(key, score, member)
-  local n = redis.call('ZADD', key, format('%d', score), member)
+  local text = score == floor(score) and format('%d', score) or format('%.17g', score)
+  local n = redis.call('ZADD', key, text, member)
   if cards[key] then cards[key] = cards[key] + n end
   if key == H then h_first = nil end
   return n
@@ -241,7 +244,7 @@ end
 -- Without `deep`, h is searched only if its earliest deadline has passed:
 -- that read serves acquire's reply as well (first_holder). release prunes
 -- only h (prune_holders): fill skips a dead waiter it reaches at the head,
--- and the others go at the next acquire, cancel or heartbeat.
+-- and the others go at the next acquire, cancel, heartbeat or evict.
 local function prune_holders(now, deep)
   local earliest = not deep and first_holder()[2]
   local hx = (deep or (earliest and earliest <= now)) and dead_entries(H, now, deep) or {}

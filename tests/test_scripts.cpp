@@ -70,7 +70,7 @@ class Scripts : public ::testing::Test {
   // Moves the deadlines of these members in a deadline set (h or w) into the
   // past: their leases ran out, or their processes died, without a test that
   // waits for a clock (and fails on a slow one).
-  void expire(const std::string& key, const std::vector<std::string>& members) {
+  static void expire(const std::string& key, const std::vector<std::string>& members) {
     const std::string past = std::to_string(std::stoll(redis({"TIME"}).substr(0, 10)) * 1000 - 1);
     for (const auto& m : members) ASSERT_EQ(redis({"ZADD", key, "XX", "CH", past, m}), "1") << m;
   }
@@ -272,7 +272,7 @@ TEST_F(Scripts, PrunesExpiredWaiterInTheMiddle) {
   acquire(member(3), 1, 10000, 40);  // short liveness: dies in the middle
   acquire(member(4));
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
-  auto d = acquire(member(4));  // any call prunes
+  auto d = acquire(member(4));  // any acquire prunes
   EXPECT_EQ(d[2], 1);           // only member 2 is ahead now
   EXPECT_EQ(redis({"ZSCORE", keys.q, member(3)}), "(nil)");
   EXPECT_EQ(redis({"ZSCORE", keys.w, member(3)}), "(nil)");
@@ -291,6 +291,17 @@ TEST_F(Scripts, ReleaseSkipsADeadHeadAndLeavesTheNextAcquireToPruneTheRest) {
   EXPECT_EQ(acquire(member(5))[2], 0);                       // acquire prunes it: 5 is next
   EXPECT_EQ(redis({"ZSCORE", keys.q, member(4)}), "(nil)");
   EXPECT_EQ(redis({"ZSCORE", keys.w, member(4)}), "(nil)");
+}
+
+// Scores go to ZADD as text. A fraction (only a tampered key has one) is
+// kept, not cut to an integer (which could move a deadline into the past).
+TEST_F(Scripts, AHandoffKeepsAFractionalDeadlineAsItIs) {
+  acquire(member(1));
+  acquire(member(2));
+  const std::string deadline = std::to_string(std::stoll(redis({"TIME"}).substr(0, 10)) * 1000 + 60000) + ".5";
+  ASSERT_EQ(redis({"ZADD", keys.w, "XX", "CH", deadline, member(2)}), "1");
+  ASSERT_EQ(release(member(1)), 1);
+  EXPECT_EQ(redis({"ZSCORE", keys.h, member(2)}), deadline);
 }
 
 TEST_F(Scripts, ExpiredHolderIsPrunedAndNextGranted) {
