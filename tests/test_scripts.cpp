@@ -269,9 +269,9 @@ TEST_F(Scripts, KeyspaceModeWritesPerProcessWakeKey) {
 TEST_F(Scripts, PrunesExpiredWaiterInTheMiddle) {
   acquire(member(1));
   acquire(member(2));
-  acquire(member(3), 1, 10000, 40);  // short liveness: dies in the middle
+  acquire(member(3));
   acquire(member(4));
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  expire_waiters({member(3)});  // dies in the middle
   auto d = acquire(member(4));  // any acquire prunes
   EXPECT_EQ(d[2], 1);           // only member 2 is ahead now
   EXPECT_EQ(redis({"ZSCORE", keys.q, member(3)}), "(nil)");
@@ -280,7 +280,7 @@ TEST_F(Scripts, PrunesExpiredWaiterInTheMiddle) {
 
 // release does not search w (one command less per grant): a dead waiter
 // it reaches at the head is skipped, one behind it stays until the next
-// acquire, cancel or heartbeat prunes it.
+// acquire, cancel, heartbeat or evict prunes it.
 TEST_F(Scripts, ReleaseSkipsADeadHeadAndLeavesTheNextAcquireToPruneTheRest) {
   for (int m = 1; m <= 5; ++m) acquire(member(m));  // 1 holds, 2..5 wait
   expire_waiters({member(2), member(4)});
@@ -305,9 +305,9 @@ TEST_F(Scripts, AHandoffKeepsAFractionalDeadlineAsItIs) {
 }
 
 TEST_F(Scripts, ExpiredHolderIsPrunedAndNextGranted) {
-  acquire(member(1), 1, 40);
+  acquire(member(1));
   auto b = acquire(member(2));
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  expire_holders({member(1)});
   auto b2 = acquire(member(2));
   EXPECT_EQ(b2, (std::vector<long long>{1, b[1]}));
   EXPECT_EQ(release(member(1)), 0);  // the expired holder's late release is refused
@@ -334,10 +334,10 @@ TEST_F(Scripts, CancelLeavesNoTrace) {
 }
 
 TEST_F(Scripts, TryNeverQueuesNorBarges) {
-  acquire(member(1), 1, 40);
+  acquire(member(1));
   acquire(member(2));
   EXPECT_EQ(acquire(member(5), 1, 10000, 10000, "t"), std::vector<long long>{-1});
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  expire_holders({member(1)});
   // The holder expired: the free permit goes to the waiter, not to the try.
   EXPECT_EQ(acquire(member(5), 1, 10000, 10000, "t"), std::vector<long long>{-1});
   EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");
