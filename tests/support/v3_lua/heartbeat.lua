@@ -1,0 +1,74 @@
+-- heartbeat: keep one process's waiters and holders of one name alive, in
+-- one call, and tell the process what became of each of them.
+--
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- ARGV: 1 permits       1 .. 1000000; caps the fill (see stored_permits in lib.lua)
+--       2 liveness_ms   1 .. 2^31-1; new waiter deadline = now + liveness_ms
+--       3.. pairs       member, lease_ms (1 .. 2^31-1), zero or more pairs:
+--                       a waiting member gets its liveness
+--                       deadline refreshed; a holding member gets its
+--                       deadline set to now + lease_ms (this is also how a
+--                       handed-off grant becomes a full lease)
+-- Returns: a flat array, two entries per pair, in order:
+--   1, position   still waiting, 0-based position among waiters
+--   2, fence      holds a grant with this fence (deadline renewed)
+--   0, 0          gone: neither waiting nor holding (expired or evicted);
+--                 an expired entry still there is removed, and so is a
+--                 w entry without its q entry
+-- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
+local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
+if bad_keys then return bad_keys end
+local permits, err = int_arg(1, 1, 1000000, 'permits')
+if not permits then return err end
+local liveness
+liveness, err = int_arg(2, 1, 2147483647, 'liveness_ms')
+if not liveness then return err end
+if (#ARGV - 2) % 2 ~= 0 then return fail('BADARG', 'member/lease pairs expected') end
+-- Validate everything before changing anything.
+for i = 3, #ARGV, 2 do
+  local ok, bad = member_arg(i)
+  if not ok then return bad end
+  ok, bad = int_arg(i + 1, 1, 2147483647, 'lease_ms')
+  if not ok then return bad end
+end
+
+local now = now_ms()
+err = read_record()
+if err then return err end
+local owner, owner_fence = inline_holder(now)
+if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue(now) then  -- Fast path: the uncontended holder
+  redis.call('HSET', SEQ, 'd', format('%d', now + tonumber(ARGV[4])))
+  return {2, owner_fence}
+end
+inflate(now)
+prune(now, true)  -- deep: also entries with corrupt far deadlines
+fill(now, stored_permits(permits))
+
+local out = {}
+local horizon = nil  -- the latest deadline written
+-- Moves member's deadline in `key` and reports it as {status, value}.
+local function renew(key, deadline, member, status, value)
+  zadd(key, deadline, member)
+  horizon = max(horizon or 0, deadline)
+  out[#out + 1] = status
+  out[#out + 1] = value
+end
+for i = 3, #ARGV, 2 do
+  local member = ARGV[i]
+  local lease = tonumber(ARGV[i + 1])
+  local rank = live_score(W, member, now) and redis.call('ZRANK', Q, member)
+  if rank then
+    renew(W, now + liveness, member, 1, rank)
+  else
+    zrem(W, member)  -- in w without q (tampered): gone
+    local fence = holder_fence(member, now)
+    if fence then
+      renew(H, now + lease, member, 2, fence)
+    else
+      out[#out + 1] = 0
+      out[#out + 1] = 0
+    end
+  end
+end
+cleanup(now, horizon, true)  -- deep: also a key found without its expiry
+return out
