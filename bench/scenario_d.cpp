@@ -123,9 +123,8 @@ void targets_D(Env& e, const Queue& lo, const Queue& hi) {
   e.report.target("D2", "≤ 150 bytes per waiter",
                   fmt("%.0f bytes (MEMORY USAGE of q + w at %lld)", hi.per_waiter, hi.n), hi.per_waiter <= 150,
                   hi.per_waiter <= 150 ? ""
-                                       : "each waiter is a 50-byte member stored in two sorted sets (q by ticket, w "
-                                         "by deadline): two skiplist nodes, two dict entries, two copies of the "
-                                         "member");
+                                       : "each waiter is a 50-byte member in q (a skiplist node, a dict entry and "
+                                         "the member's copy); w holds one entry per process");
 }
 
 void heading_D(Env& e, int cycles) {

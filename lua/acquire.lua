@@ -15,10 +15,12 @@
 --   {1, fence}                    granted (now, earlier by handoff, or a retry
 --                                 of a grant already held: same fence; the
 --                                 deadline becomes now + lease_ms)
---   {0, ticket, position, next}   queued; position is 0-based among waiters;
+--   {0, ticket, position, next}   queued; position is 0-based in q (waiters
+--                                 of a dead process count until they leave);
 --                                 next = ms until the earliest holder deadline
---                                 (0 .. 2^31-1; -1 if no holder). The deadline
---                                 becomes now + liveness_ms.
+--                                 (0 .. 2^31-1; -1 if no holder). The liveness
+--                                 deadline of the member's process (w) becomes
+--                                 now + liveness_ms.
 --   {-1}                          mode "t" and no permit free, or others
 --                                 queued (no barging); nothing stored
 -- Errors: "FLBADARG <text>", "FLPERMITS <stored permits>",
@@ -62,18 +64,18 @@ if not owner and not has_queue(now) then  -- idle: grant inline
   return {1, t}
 end
 inflate(now)
-prune(now)
-cleanup(now, nil)  -- idle check only: a name left with only expired entries is idle again
+prune_holders(now)
+-- What prune freed is handed on, and dead waiters at the head leave, before
+-- the idle check: a name left with only expired entries is idle again.
+fill(now, stored_permits(permits))
+cleanup(now, nil)
 local stored = R.p
 local stored_count = stored and valid_permits(stored)
 if stored and not stored_count then
   record_set('p', format('%d', permits))  -- garbage (tampered): repair
 elseif stored_count and stored_count ~= permits then
-  fill(now, stored_permits(permits))  -- what prune freed is still handed on
-  cleanup(now, nil)
   return fail('PERMITS', stored)
 end
-fill(now, permits)
 
 local function earliest_holder()
   local deadline = first_holder()[2]
@@ -89,13 +91,15 @@ if mode ~= 'f' then
     cleanup(now, now + lease)
     return {1, fence}
   end
-  local ticket = live_score(W, member, now) and tonumber(redis.call('ZSCORE', Q, member))
-  if ticket and not valid_fence(ticket) then  -- corrupt (tampered): queue again below
-    drop_waiter(member)
+  local ticket = tonumber(redis.call('ZSCORE', Q, member))
+  -- Its process's liveness ran out (it never revives this entry), or the
+  -- ticket is corrupt (tampered): queue again below.
+  if ticket and not (valid_fence(ticket) and waiter_deadline(member, now)) then
+    zrem(Q, member)
     ticket = nil
   end
   if ticket then
-    zadd(W, now + liveness, member)
+    zadd(W, now + liveness, proc_of(member))
     cleanup(now, now + liveness)
     return {0, ticket, redis.call('ZRANK', Q, member), earliest_holder()}
   end
@@ -121,7 +125,7 @@ end
 -- The new ticket is above every other: the member is last, unless it was
 -- in q already (only tampering leaves it in q without w).
 local position = zadd(Q, t, member) == 1 and queued or redis.call('ZRANK', Q, member)
-zadd(W, now + liveness, member)
+zadd(W, now + liveness, proc_of(member))  -- the liveness of all its process's waiters here
 if queued == 0 then
   fresh[Q] = true
   fresh[W] = true

@@ -21,11 +21,8 @@ local owner, fence = inline_holder(now)
 if owner == member and not has_queue(now) then return {2, fence} end
 inflate(now)
 local result
--- Not drop_waiter: w is touched only if q held the member (one command less).
-if zrem(Q, member) == 1 then
-  zrem(W, member)
-  result = {1}
-end
+-- (w is its process's: it stays while the process lives.)
+if zrem(Q, member) == 1 then result = {1} end
 prune(now)
 fill(now, stored_permits(permits))
 if not result then

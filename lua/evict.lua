@@ -21,13 +21,12 @@ if R.o == member and not queue_by_x(now) then  -- the uncontended holder, kept i
 end
 inflate(now)
 local result = 0
--- Not drop_holder/drop_waiter: the second key is touched only if the
--- first one held the member (no extra command for a miss).
+-- Not drop_holder: g is touched only if h held the member (no extra
+-- command for a miss). A waiter leaves q only: w is its process's.
 if zrem(H, member) == 1 then
   redis.call('HDEL', G, member)
   result = 1
 elseif zrem(Q, member) == 1 then
-  zrem(W, member)
   result = 2
 end
 prune(now, true)  -- deep: an operator call, off the hot path

@@ -4,17 +4,18 @@
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
 -- ARGV: 1 permits       1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 --       2 liveness_ms   1 .. 2^31-1; new waiter deadline = now + liveness_ms
---       3.. pairs       member, lease_ms (1 .. 2^31-1), zero or more pairs:
---                       a waiting member gets its liveness
---                       deadline refreshed; a holding member gets its
---                       deadline set to now + lease_ms (this is also how a
---                       handed-off grant becomes a full lease)
+--       3.. pairs       member, lease_ms (1 .. 2^31-1), zero or more pairs,
+--                       all members of one process ("<m><cid>" alike): if
+--                       one of them waits, the process's liveness deadline
+--                       (w) becomes now + liveness_ms; a holding member gets
+--                       its deadline set to now + lease_ms (this is also how
+--                       a handed-off grant becomes a full lease)
 -- Returns: a flat array, two entries per pair, in order:
---   1, position   still waiting, 0-based position among waiters
+--   1, position   still waiting, 0-based position in q
 --   2, fence      holds a grant with this fence (deadline renewed)
 --   0, 0          gone: neither waiting nor holding (expired or evicted);
---                 an expired entry still there is removed, and so is a
---                 w entry without its q entry
+--                 an expired entry still there is removed (a waiter whose
+--                 process's liveness ran out before this call, too)
 -- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
 local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
 if bad_keys then return bad_keys end
@@ -25,9 +26,11 @@ liveness, err = int_arg(2, 1, 2147483647, 'liveness_ms')
 if not liveness then return err end
 if (#ARGV - 2) % 2 ~= 0 then return fail('BADARG', 'member/lease pairs expected') end
 -- Validate everything before changing anything.
+local proc = ARGV[3] and proc_of(ARGV[3])
 for i = 3, #ARGV, 2 do
   local ok, bad = member_arg(i)
   if not ok then return bad end
+  if proc_of(ok) ~= proc then return fail('BADARG', 'members of one process expected') end
   ok, bad = int_arg(i + 1, 1, 2147483647, 'lease_ms')
   if not ok then return bad end
 end
@@ -46,29 +49,36 @@ fill(now, stored_permits(permits))
 
 local out = {}
 local horizon = nil  -- the latest deadline written
--- Moves member's deadline in `key` and reports it as {status, value}.
-local function renew(key, deadline, member, status, value)
-  zadd(key, deadline, member)
-  horizon = max(horizon or 0, deadline)
+local function report(status, value)
   out[#out + 1] = status
   out[#out + 1] = value
 end
+-- The process's liveness as it stood before this call: once it ran out, its
+-- waiters are gone for good (the process was declared dead).
+local alive = proc and waiter_deadline(ARGV[3], now)
+local waiting = false
 for i = 3, #ARGV, 2 do
   local member = ARGV[i]
-  local lease = tonumber(ARGV[i + 1])
-  local rank = live_score(W, member, now) and redis.call('ZRANK', Q, member)
-  if rank then
-    renew(W, now + liveness, member, 1, rank)
+  local rank = redis.call('ZRANK', Q, member)
+  if rank and alive then
+    waiting = true
+    report(1, rank)
   else
-    zrem(W, member)  -- in w without q (tampered): gone
+    if rank then zrem(Q, member) end
     local fence = holder_fence(member, now)
     if fence then
-      renew(H, now + lease, member, 2, fence)
+      local deadline = now + tonumber(ARGV[i + 1])
+      zadd(H, deadline, member)
+      horizon = max(horizon or 0, deadline)
+      report(2, fence)
     else
-      out[#out + 1] = 0
-      out[#out + 1] = 0
+      report(0, 0)
     end
   end
+end
+if waiting then  -- one w entry for all of them
+  zadd(W, now + liveness, proc)
+  horizon = max(horizon or 0, now + liveness)
 end
 cleanup(now, horizon, true)  -- deep: also a key found without its expiry
 return out

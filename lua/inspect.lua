@@ -14,7 +14,8 @@
 --                (held_ms -1 and fence 0 when the g field is unreadable)
 --   waiters      flat array, 4 per listed waiter, in queue order:
 --                member, ticket, waited_ms, liveness_left_ms
---                (liveness_left_ms 0 when the member has no w entry)
+--                (liveness_left_ms: of the member's process, 0 when it has
+--                no w entry)
 --   A *_left_ms <= 0 marks an expired entry that no call has pruned yet.
 --   Invalid stored values (tampered keys) read as 0; ms figures are clamped
 --   to +-(2^31-1).
@@ -57,7 +58,7 @@ if limit > 0 then
   local q = redis.call('ZRANGE', Q, '0', format('%d', limit - 1), 'WITHSCORES')
   for i = 1, #q, 2 do
     local member, ticket = q[i], tonumber(q[i + 1])
-    local deadline = tonumber(redis.call('ZSCORE', W, member)) or now
+    local deadline = stored_liveness(member) or now
     waiters[#waiters + 1] = member
     waiters[#waiters + 1] = fence_or_0(ticket)
     waiters[#waiters + 1] = valid_fence(ticket) and ms(max(0, now - floor(ticket / 1000))) or 0

@@ -8,7 +8,9 @@
 --
 -- Keys of one name N under prefix P (every key shares the hash tag {N}):
 --   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)
---   KEYS[2] P:{N}:w    ZSET  waiter member -> liveness deadline (ms, Redis TIME)
+--   KEYS[2] P:{N}:w    ZSET  process "<m><cid>" -> liveness deadline (ms, Redis
+--                            TIME) of that process's waiters on N: a waiter in q
+--                            is live while its process's entry is (waiter_deadline)
 --   KEYS[3] P:{N}:h    ZSET  holder member -> grant deadline (ms, Redis TIME)
 --   KEYS[4] P:{N}:g    HASH  holder member -> "<fence>:<granted ms>"
 --   KEYS[5] P:{N}:seq  HASH  the name's record (never deleted):
@@ -47,11 +49,14 @@ local fresh = {}         -- the keys (q, w, h) this call created: they need thei
 local moved_deadline = nil -- the deadline of a holder this call moved into h (inflate, cleanup)
 local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
-local VERSION = '3'       -- the protocol version this script set speaks (the record's "v")
+local VERSION = '4'       -- the protocol version this script set speaks (the record's "v")
 local R = {}              -- the record as this call knows it (read_record, record_set): s, o, d, t, p, x
 local cards = {}          -- ZCARD of h and q as this call knows them (card, zadd, zrem)
 local h_first = nil       -- h's earliest entry {member, deadline} as this call knows it ({} if
                           -- h is empty; nil until read, and again after any change of h)
+local livenesses = nil    -- w's deadline per process as this call knows it (false: none);
+                          -- made on first use (a table per call costs an uncontended call 1 %)
+local w_by_member = false -- w is still keyed by member (an older version's, read only: inspect)
 
 -- Starts a call: every operation script runs `begin(KEYS, ARGV)` first. It
 -- takes the keys and arguments and resets every per-call value above, so
@@ -68,6 +73,7 @@ local function begin(keys, args)
   Q, W, H, G, SEQ = keys[1], keys[2], keys[3], keys[4], keys[5]
   ARGS = args
   fresh, moved_deadline, R, cards, h_first = {}, nil, {}, {}, nil
+  livenesses, w_by_member = nil, false
   return nil
 end
 
@@ -127,11 +133,19 @@ local function member_and_permits()
   return member, permits
 end
 
+-- The process part of a member, "<m><cid>": the key of its liveness in w.
+-- (A member read back from q without a colon, tampered, is its own.)
+local function proc_of(member)
+  local colon = find(member, ':', 1, true)
+  if not colon then return member end
+  return sub(member, 1, colon - 1)
+end
+
 -- Signal the process owning `member` that it was granted `fence`.
 local function signal(member, fence)
-  local mode = sub(member, 1, 1)
-  local colon = find(member, ':', 1, true)
-  local cid = sub(member, 2, colon - 1)
+  local proc = proc_of(member)
+  local mode = sub(proc, 1, 1)
+  local cid = sub(proc, 2)
   local base = sub(Q, 1, -2)            -- "P:{N}:"
   if mode == 'p' then
     local brace = find(base, '{', 1, true)
@@ -163,6 +177,10 @@ local function zadd(key, score, member)
   local n = redis.call('ZADD', key, text, member)
   if cards[key] then cards[key] = cards[key] + n end
   if key == H then h_first = nil end
+  if key == W then
+    livenesses = livenesses or {}
+    livenesses[member] = score
+  end
   return n
 end
 
@@ -171,6 +189,10 @@ local function zrem(key, ...)
   local n = redis.call('ZREM', key, ...)
   if cards[key] then cards[key] = cards[key] - n end
   if key == H then h_first = nil end
+  if key == W then
+    livenesses = livenesses or {}
+    for _, proc in ipairs({...}) do livenesses[proc] = false end
+  end
   return n
 end
 
@@ -216,12 +238,24 @@ local function drop_holder(...)
   redis.call('HDEL', G, ...)
 end
 
--- Remove waiters (one or more members) from the queue: always exactly
--- ZREM q, then ZREM w. (cancel and evict inline their removal instead: they
--- touch the second key only when the first one held the member.)
-local function drop_waiter(...)
-  zrem(Q, ...)
-  zrem(W, ...)
+-- The liveness deadline stored for the process of `member` (w), or false:
+-- read once per process per call.
+local function stored_liveness(member)
+  local proc = w_by_member and member or proc_of(member)
+  livenesses = livenesses or {}
+  local d = livenesses[proc]
+  if d == nil then
+    d = tonumber(redis.call('ZSCORE', W, proc)) or false
+    livenesses[proc] = d
+  end
+  return d
+end
+
+-- The liveness deadline of a waiter if its process is live, else nil.
+local function waiter_deadline(member, now)
+  local d = stored_liveness(member)
+  if d and live_deadline(d, now) then return d end
+  return nil
 end
 
 -- Members of a deadline set that are expired (deadline <= now); with
@@ -236,15 +270,19 @@ local function dead_entries(key, now, deep)
   return x
 end
 
--- Remove expired holders and waiters wherever they stand (bounded). Only
--- heartbeat and evict pass `deep` (one more command per structure, off the
--- per-grant path): corrupt far deadlines are rare and harmless until such
--- an entry heads the queue (fill and live_score treat it as expired) or
--- holds a permit, and every waiting process beats a few times per liveness.
+-- Remove expired holders wherever they stand, and with prune the expired
+-- processes of w (bounded). A dead process's waiters stay in q until fill
+-- reaches them at the head (it skips them), until their process's heartbeat
+-- reports them (if it was only late), or until the keys expire: no index
+-- finds them in q. Only heartbeat and evict pass `deep` (one more command
+-- per structure, off the per-grant path): corrupt far deadlines are rare
+-- and harmless until such an entry holds a permit (live_grant and
+-- waiter_deadline treat it as expired), and every waiting process beats a
+-- few times per liveness.
 -- Without `deep`, h is searched only if its earliest deadline has passed:
--- that read serves acquire's reply as well (first_holder). release prunes
--- only h (prune_holders): fill skips a dead waiter it reaches at the head,
--- and the others go at the next acquire, cancel, heartbeat or evict.
+-- that read serves acquire's reply as well (first_holder). acquire and
+-- release prune only h (prune_holders): a dead process's w entry answers
+-- "dead" as well as no entry, and the others remove it.
 local function prune_holders(now, deep)
   local earliest = not deep and first_holder()[2]
   local hx = (deep or (earliest and earliest <= now)) and dead_entries(H, now, deep) or {}
@@ -254,7 +292,7 @@ end
 local function prune(now, deep)
   prune_holders(now, deep)
   local wx = dead_entries(W, now, deep)
-  if #wx > 0 then drop_waiter(unpack(wx)) end
+  if #wx > 0 then zrem(W, unpack(wx)) end
 end
 
 -- A permit count as stored, if it is one (an integer in 1 .. 1000000).
@@ -289,11 +327,10 @@ local function fill(now, permits, leaving)
   while held < permits and skipped < SKIP_LIMIT and cards[Q] ~= 0 do
     local member, ticket = pop_head()  -- no ZCARD first: an empty q answers nil
     if not member then break end
-    local deadline = tonumber(redis.call('ZSCORE', W, member))
-    zrem(W, member)
+    local deadline = waiter_deadline(member, now)
     -- A corrupt ticket would become a corrupt fence: the entry is dropped
     -- like an expired one (its owner learns it is gone and queues again).
-    if live_deadline(deadline, now) and valid_fence(ticket) then
+    if deadline and valid_fence(ticket) then
       if card(H) == 0 then fresh[H] = true end
       zadd(H, deadline, member)
       redis.call('HSET', G, member, format('%d:%d', ticket, now))
@@ -305,23 +342,22 @@ local function fill(now, permits, leaving)
   end
 end
 
--- `d`, the member's score in a deadline set (or nil), if that deadline is
--- still ahead; an entry past its deadline (not yet pruned: pruning is
--- bounded) is removed here and reported as absent, so it can never be
--- revived.
-local function live_or_drop(key, member, d, now)
+-- `d`, the member's grant deadline in h (or nil), if it is still ahead; an
+-- entry past its deadline (not yet pruned: pruning is bounded) is removed
+-- here and reported as absent, so it can never be revived.
+local function live_or_drop(member, d, now)
   if not d then return nil end
   if live_deadline(tonumber(d), now) then return d end
-  if key == H then drop_holder(member) else drop_waiter(member) end
+  drop_holder(member)
   return nil
 end
 
--- The member's score in a deadline set if live (live_or_drop).
-local function live_score(key, member, now)
-  return live_or_drop(key, member, redis.call('ZSCORE', key, member), now)
+-- The member's grant deadline in h if live (live_or_drop).
+local function live_grant(member, now)
+  return live_or_drop(member, redis.call('ZSCORE', H, member), now)
 end
 
--- As live_score(H, member, now), from h's first two entries when the
+-- As live_grant(member, now), from h's first two entries when the
 -- member is one of them (a lock's holder always is): that read also tells
 -- this call h's earliest entry and, with fewer than two, its size.
 local function holder_deadline(member, now)
@@ -329,16 +365,16 @@ local function holder_deadline(member, now)
   local n = #e / 2
   if n < 2 then cards[H] = n end
   h_first = n == 0 and {} or {e[1], tonumber(e[2])}
-  if e[1] == member then return live_or_drop(H, member, h_first[2], now) end
-  if e[3] == member then return live_or_drop(H, member, e[4], now) end
+  if e[1] == member then return live_or_drop(member, h_first[2], now) end
+  if e[3] == member then return live_or_drop(member, e[4], now) end
   if n < 2 then return nil end
-  return live_score(H, member, now)
+  return live_grant(member, now)
 end
 
 -- The fence (a number) of a live holder, or nil. A holder whose record is
 -- missing or corrupt is removed: it cannot prove its grant.
 local function holder_fence(member, now)
-  if not live_score(H, member, now) then return nil end
+  if not live_grant(member, now) then return nil end
   local v = redis.call('HGET', G, member)
   local fence = v and tonumber(match(v, '^(%d+):%d+$'))
   if valid_fence(fence) then return fence end
@@ -369,14 +405,14 @@ local function next_ticket(now, permits)
   return t
 end
 
--- A record of an older version in today's layout, written back unless
+-- A record of version 1 or 2 in version 3's layout, written back unless
 -- `readonly`. Versions 1 and 2 kept q, w, h and g's holder fields exactly as
 -- version 3 does, so their queue carries on; but they kept the permit count
 -- and x in g (fields "permits" and "x"): those move into the record.
 -- Version 1's record was a STRING holding the last ticket (r = {'1', last}).
--- Older clients then fail on the name (version 2: FLVERSION; version 1:
--- WRONGTYPE at its next ticket) instead of running a second queue.
-local function upgrade(r, readonly)
+-- Older clients then fail on the name (versions 2 and 3: FLVERSION; version
+-- 1: WRONGTYPE at its next ticket) instead of running a second queue.
+local function upgrade_record(r, readonly)
   local g = redis.pcall('HMGET', G, 'permits', 'x')
   local permits, x = (not g.err) and g[1] or r[6], (not g.err) and g[2] or nil
   if not readonly then
@@ -394,6 +430,27 @@ local function upgrade(r, readonly)
   return {VERSION, r[2], r[3], r[4], r[5], permits, x}
 end
 
+-- Versions 1 to 3 kept a w entry per waiter (member -> deadline); version 4
+-- keeps one per process, at the latest deadline of its waiters. The move
+-- reads all of w once (a queue of n waiters: O(n), once per name); read
+-- only (inspect), w is read by member instead.
+local function upgrade_w(readonly)
+  if readonly then
+    w_by_member = true
+    return
+  end
+  local e = redis.call('ZRANGE', W, '0', '-1', 'WITHSCORES')
+  local latest, members = {}, {}
+  for i = 1, #e, 2 do
+    local proc, d = proc_of(e[i]), tonumber(e[i + 1])
+    if proc ~= e[i] then members[#members + 1] = e[i] end
+    if not latest[proc] or d > latest[proc] then latest[proc] = d end
+  end
+  -- The process entries go in first: w is never empty, so it keeps its expiry.
+  for proc, d in pairs(latest) do zadd(W, d, proc) end
+  for i = 1, #members, 1000 do zrem(W, unpack(members, i, min(i + 999, #members))) end
+end
+
 -- Reads the record into R; every script does this first (the read it needs
 -- anyway checks the version). Returns an error reply on a version these
 -- scripts do not know; an older one is upgraded first.
@@ -404,7 +461,13 @@ local function read_record(readonly)
     local last = redis.call('TYPE', SEQ).ok == 'string' and redis.call('GET', SEQ) or nil
     r = {'1', valid_fence(tonumber(last)) and last or nil}
   end
-  if r[1] == '1' or r[1] == '2' then r = upgrade(r, readonly) end
+  local old = r[1]
+  if old == '1' or old == '2' then r = upgrade_record(r, readonly) end
+  if old == '1' or old == '2' or old == '3' then
+    upgrade_w(readonly)
+    if old == '3' and not readonly then redis.call('HSET', SEQ, 'v', VERSION) end
+    r[1] = VERSION
+  end
   if r[1] and r[1] ~= VERSION then
     return fail('VERSION', r[1] .. ': this name is kept by protocol version ' .. r[1] ..
                 ', these scripts speak version ' .. VERSION)

@@ -121,8 +121,8 @@ bool Participant::drive(const std::string& member, bool watched) {
 
 // A wait ends with an error: if it still queues, it leaves (best effort,
 // whatever went wrong), with a cancel call unless `call_server` is false
-// (then its entry expires by its liveness deadline). Called locked, returns
-// unlocked.
+// (then its entry goes as an abandoned one: see settle_leave). Called locked,
+// returns unlocked.
 void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server) noexcept {
   const bool still_waiting = claim_.waiting();
   if (still_waiting) claim_.abort();
@@ -202,7 +202,10 @@ void Participant::leave(const std::string& member) noexcept {
 
 // What the cancel call of a leave found (`left` returns it, or throws how
 // the call failed): a grant handed over meanwhile is released. Best effort:
-// if this fails the entry expires by its liveness deadline.
+// if this fails the entry is abandoned. It lives while this process's
+// liveness on the name does (docs/PROTOCOL.md: one per process, renewed for
+// its other waiters there); then it is skipped at the head. If it reaches
+// the head first, its grant runs out by that liveness: nobody renews it.
 void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left) noexcept {
   try {
     if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_);

@@ -177,7 +177,7 @@ void Participant::deliver(AsyncWait wait, const AcquireResult& result) {
 namespace {
 // The server answered (an error reply): leaving the queue is one quick call.
 // Otherwise it is unreachable or slow, and the async thread must not wait on
-// it once per waiter: the entry expires by its liveness deadline.
+// it once per waiter: the entry is abandoned (see Participant::settle_leave).
 bool server_answered(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);

@@ -21,11 +21,17 @@ using detail::Keys;
 using detail::ReplyPtr;
 using detail::Script;
 
-std::string member(int i, char mode = 'n', const std::string& cid = "00000000000000aa") {
-  char tok[33];
+// Member i of process `cid`; by default each member is of its own process
+// (cid "aa" followed by i), so its liveness is its own.
+std::string member(int i, char mode = 'n', const std::string& cid = "") {
+  char own[17], tok[33];
+  std::snprintf(own, sizeof own, "%016x", 0xaa0000 + i);
   std::snprintf(tok, sizeof tok, "%032x", i);
-  return std::string(1, mode) + cid + ":" + tok;
+  return std::string(1, mode) + (cid.empty() ? own : cid) + ":" + tok;
 }
+
+// The process of a member, "<m><cid>": its key in w.
+std::string proc(const std::string& member) { return member.substr(0, member.find(':')); }
 
 std::vector<long long> ints(const redisReply& r) {
   if (r.type == REDIS_REPLY_INTEGER) return {r.integer};
@@ -67,15 +73,19 @@ class Scripts : public ::testing::Test {
     return r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string("(no error)");
   }
   static std::string redis(const std::vector<std::string>& argv) { return server().cmd(argv); }
-  // Moves the deadlines of these members in a deadline set (h or w) into the
-  // past: their leases ran out, or their processes died, without a test that
-  // waits for a clock (and fails on a slow one).
-  static void expire(const std::string& key, const std::vector<std::string>& members) {
+  // Moves deadlines in a deadline set (h: of these members; w: of their
+  // processes) into the past: their leases ran out, or their processes died,
+  // without a test that waits for a clock (and fails on a slow one).
+  static void expire(const std::string& key, const std::vector<std::string>& entries) {
     const std::string past = std::to_string(std::stoll(redis({"TIME"}).substr(0, 10)) * 1000 - 1);
-    for (const auto& m : members) ASSERT_EQ(redis({"ZADD", key, "XX", "CH", past, m}), "1") << m;
+    for (const auto& e : entries) ASSERT_EQ(redis({"ZADD", key, "XX", "CH", past, e}), "1") << e;
   }
   void expire_holders(const std::vector<std::string>& members) { expire(keys.h, members); }
-  void expire_waiters(const std::vector<std::string>& members) { expire(keys.w, members); }
+  void expire_waiters(const std::vector<std::string>& members) {
+    std::vector<std::string> procs;
+    for (const auto& m : members) procs.push_back(proc(m));
+    expire(keys.w, procs);
+  }
   std::vector<std::string> name_keys() {
     std::string all = redis({"KEYS", "fairlock:{" + name + "}:*"});
     std::vector<std::string> out;
@@ -266,31 +276,66 @@ TEST_F(Scripts, KeyspaceModeWritesPerProcessWakeKey) {
   redis({"DEL", "fairlock:{" + name + "}:wake:" + cid});
 }
 
-TEST_F(Scripts, PrunesExpiredWaiterInTheMiddle) {
-  acquire(member(1));
-  acquire(member(2));
-  acquire(member(3));
-  acquire(member(4));
-  expire_waiters({member(3)});  // dies in the middle
-  auto d = acquire(member(4));  // any acquire prunes
-  EXPECT_EQ(d[2], 1);           // only member 2 is ahead now
-  EXPECT_EQ(redis({"ZSCORE", keys.q, member(3)}), "(nil)");
-  EXPECT_EQ(redis({"ZSCORE", keys.w, member(3)}), "(nil)");
+// A waiter lives while its process does (w). A dead process's waiter in the
+// middle of q counts in positions until it reaches the head, where it is
+// skipped: nothing indexes it by process, and it blocks nobody.
+TEST_F(Scripts, ADeadWaiterInTheMiddleIsSkippedWhenItReachesTheHead) {
+  for (int m = 1; m <= 5; ++m) acquire(member(m));  // 1 holds, 2..5 wait
+  expire_waiters({member(3)});                      // dies in the middle
+  EXPECT_EQ(acquire(member(4))[2], 2);              // still counted
+  ASSERT_EQ(release(member(1)), 1);
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");
+  ASSERT_EQ(release(member(2)), 1);
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(4)}), "(nil)");  // past the dead one
+  EXPECT_EQ(redis({"ZSCORE", keys.q, member(3)}), "(nil)");  // skipped, so gone
+  EXPECT_EQ(acquire(member(5))[2], 0);
 }
 
-// release does not search w (one command less per grant): a dead waiter
-// it reaches at the head is skipped, one behind it stays until the next
-// acquire, cancel, heartbeat or evict prunes it.
-TEST_F(Scripts, ReleaseSkipsADeadHeadAndLeavesTheNextAcquireToPruneTheRest) {
+// Dead heads go one after another (fill skips them), and a release never
+// revives a dead process's waiter.
+TEST_F(Scripts, ReleaseSkipsDeadWaitersAtTheHead) {
   for (int m = 1; m <= 5; ++m) acquire(member(m));  // 1 holds, 2..5 wait
   expire_waiters({member(2), member(4)});
   ASSERT_EQ(release(member(1)), 1);
   EXPECT_NE(redis({"ZSCORE", keys.h, member(3)}), "(nil)");  // past the dead head
-  EXPECT_EQ(redis({"ZSCORE", keys.w, member(2)}), "(nil)");  // skipped, so gone
-  EXPECT_NE(redis({"ZSCORE", keys.w, member(4)}), "(nil)");  // not searched for
-  EXPECT_EQ(acquire(member(5))[2], 0);                       // acquire prunes it: 5 is next
-  EXPECT_EQ(redis({"ZSCORE", keys.q, member(4)}), "(nil)");
-  EXPECT_EQ(redis({"ZSCORE", keys.w, member(4)}), "(nil)");
+  EXPECT_EQ(redis({"ZSCORE", keys.q, member(2)}), "(nil)");  // skipped, so gone
+  ASSERT_EQ(release(member(3)), 1);
+  EXPECT_NE(redis({"ZSCORE", keys.h, member(5)}), "(nil)");
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "0");
+}
+
+// A process that was only late learns from its heartbeat that its waiters
+// are gone, and the heartbeat removes them; it does not renew its liveness
+// for them.
+TEST_F(Scripts, AHeartbeatOfADeadProcessRemovesItsWaiters) {
+  const std::string cid = "00000000000000bb";
+  acquire(member(1));
+  acquire(member(2, 'n', cid));
+  acquire(member(3));
+  acquire(member(4, 'n', cid));
+  expire_waiters({member(2, 'n', cid)});
+  auto r = ints(*call(Script::heartbeat, {"1", "10000", member(2, 'n', cid), "10000", member(4, 'n', cid), "10000"}));
+  EXPECT_EQ(r, (std::vector<long long>{0, 0, 0, 0}));
+  EXPECT_EQ(redis({"ZRANK", keys.q, member(3)}), "0");
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "1");
+  EXPECT_EQ(redis({"ZSCORE", keys.w, proc(member(2, 'n', cid))}), "(nil)");  // pruned, not renewed
+}
+
+// One w entry per process, however many waiters it has on the name.
+TEST_F(Scripts, AProcessKeepsOneLivenessEntryForAllItsWaiters) {
+  const std::string cid = "00000000000000bb";
+  acquire(member(1));
+  for (int m = 2; m <= 6; ++m) acquire(member(m, 'n', cid));
+  EXPECT_EQ(redis({"ZCARD", keys.w}), "1");
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "5");
+  // A heartbeat for all five renews the one entry and reports each place.
+  std::vector<std::string> args{"1", "10000"};
+  for (int m = 2; m <= 6; ++m) args.insert(args.end(), {member(m, 'n', cid), "10000"});
+  auto r = ints(*call(Script::heartbeat, args));
+  EXPECT_EQ(r, (std::vector<long long>{1, 0, 1, 1, 1, 2, 1, 3, 1, 4}));
+  // Members of two processes in one heartbeat: refused, nothing changes.
+  EXPECT_EQ(error_of(call(Script::heartbeat, {"1", "10000", member(2, 'n', cid), "10000", member(7), "10000"})),
+            "FLBADARG members of one process expected");
 }
 
 // Scores go to ZADD as text. A fraction (only a tampered key has one) is
@@ -299,7 +344,7 @@ TEST_F(Scripts, AHandoffKeepsAFractionalDeadlineAsItIs) {
   acquire(member(1));
   acquire(member(2));
   const std::string deadline = std::to_string(std::stoll(redis({"TIME"}).substr(0, 10)) * 1000 + 60000) + ".5";
-  ASSERT_EQ(redis({"ZADD", keys.w, "XX", "CH", deadline, member(2)}), "1");
+  ASSERT_EQ(redis({"ZADD", keys.w, "XX", "CH", deadline, proc(member(2))}), "1");
   ASSERT_EQ(release(member(1)), 1);
   EXPECT_EQ(redis({"ZSCORE", keys.h, member(2)}), deadline);
 }
@@ -395,9 +440,11 @@ TEST_F(Scripts, MalformedArgvGetsDocumentedErrors) {
 }
 
 TEST_F(Scripts, HeartbeatReportsEachEntry) {
-  acquire(member(1));
-  acquire(member(2));
-  auto r = ints(*call(Script::heartbeat, {"1", "10000", member(1), "10000", member(2), "10000", member(3), "10000"}));
+  const std::string cid = "00000000000000bb";  // one process: a heartbeat is one process's
+  acquire(member(1, 'n', cid));
+  acquire(member(2, 'n', cid));
+  auto r = ints(*call(Script::heartbeat, {"1", "10000", member(1, 'n', cid), "10000", member(2, 'n', cid), "10000",
+                                          member(3, 'n', cid), "10000"}));
   ASSERT_EQ(r.size(), 6u);
   EXPECT_EQ(r[0], 2);  // holder, fence
   EXPECT_EQ(r[2], 1);  // waiter
@@ -419,38 +466,45 @@ TEST_F(Scripts, PruningIsBoundedPerCall) {
   acquire(member(1));  // a holder, so nothing below can be granted
   acquire(member(2));  // and a waiter that leaves: the holder is in h now
   cancel(member(2));
-  // 3000 stale waiters, written directly (as a crashed fleet would leave them).
+  // 3000 waiters of 150 dead processes, written directly (as a crashed
+  // fleet would leave them).
+  auto fleet = [](int p) {
+    char cid[17];
+    std::snprintf(cid, sizeof cid, "%016x", 0xf1ee7000 + p);
+    return std::string(cid);
+  };
   std::vector<std::string> q{"ZADD", keys.q}, w{"ZADD", keys.w};
   for (int i = 0; i < 3000; ++i) {
     q.push_back(std::to_string(1000 + i));
-    q.push_back(member(1000 + i));
+    q.push_back(member(1000 + i, 'n', fleet(i % 150)));
+  }
+  for (int p = 0; p < 150; ++p) {
     w.emplace_back("1");
-    w.push_back(member(1000 + i));
+    w.push_back("n" + fleet(p));
   }
   redis(q);
   redis(w);
   call(Script::heartbeat, {"1", "1000", member(1), "1000"});
-  EXPECT_EQ(redis({"ZCARD", keys.q}), "2900");
-  EXPECT_EQ(redis({"ZCARD", keys.w}), "2900");
+  EXPECT_EQ(redis({"ZCARD", keys.w}), "51");    // 100 dead processes pruned; member 2's is live
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "3000");  // held: their waiters wait for the head
+  EXPECT_EQ(release(member(1)), 1);
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "2900");  // skipped at the head
   for (int i = 0; i < 29; ++i) call(Script::heartbeat, {"1", "1000", member(1), "1000"});
   EXPECT_EQ(redis({"ZCARD", keys.q}), "0");
-  EXPECT_EQ(release(member(1)), 1);
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
 }
 
 TEST_F(Scripts, NoBargingPastManyStaleWaiters) {
   acquire(member(1), 2);
   acquire(member(2), 2);
-  // 500 stale waiters ahead of one live waiter: more than two calls prune.
-  std::vector<std::string> q{"ZADD", keys.q}, w{"ZADD", keys.w};
+  // 500 stale waiters (no w entry: their processes are gone) ahead of one
+  // live waiter: more than two calls skip them.
+  std::vector<std::string> q{"ZADD", keys.q};
   for (int i = 0; i < 500; ++i) {
     q.push_back(std::to_string(100000 + i));
     q.push_back(member(5000 + i));
-    w.emplace_back("1");
-    w.push_back(member(5000 + i));
   }
   redis(q);
-  redis(w);
   redis({"HSET", keys.seq, "s", "200000"});
   auto live = acquire(member(3), 2);
   ASSERT_EQ(live[0], 0);
@@ -480,14 +534,16 @@ TEST_F(Scripts, ExpiredEntriesBeyondThePruneBoundAreNotRevived) {
     q.push_back(std::to_string(100 + i));
     q.push_back(member(100 + i));
     w.emplace_back("1");
-    w.push_back(member(100 + i));
+    w.push_back(proc(member(100 + i)));
   }
   redis(q);
   redis(w);
-  // Member 249 is past the first prune's reach; its heartbeat must say gone.
+  // Member 249's process is past the first prune's reach; its heartbeat must
+  // say gone, and neither renew its process nor keep it queued.
   auto r = ints(*call(Script::heartbeat, {"1", "10000", member(249), "10000"}));
   EXPECT_EQ(r, (std::vector<long long>{0, 0}));
-  EXPECT_EQ(redis({"ZSCORE", keys.w, member(249)}), "(nil)");
+  EXPECT_EQ(redis({"ZSCORE", keys.w, proc(member(249))}), "1");
+  EXPECT_EQ(redis({"ZSCORE", keys.q, member(249)}), "(nil)");
   redis({"DEL", keys.q, keys.w});
   release(member(1));
 }

@@ -1,10 +1,11 @@
-// Protocol versions meeting on one name: versions 1 and 2's scripts (kept
-// as fixtures in tests/support/v1_lua and v2_lua, exactly as they shipped)
-// against this version's (3), on the same keys. A mixed fleet must fail loudly, never run two
-// queues, and never let fences go back.
+// Protocol versions meeting on one name: versions 1, 2 and 3's scripts (kept
+// as fixtures in tests/support/v1_lua, v2_lua and v3_lua, exactly as they
+// shipped) against this version's (4), on the same keys. A mixed fleet must
+// fail loudly, never run two queues, and never let fences go back.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,17 +33,25 @@ std::string old_script(const std::string& dir, const std::string& op) {
   return read_file(dir + "/lib.lua") + "\n" + read_file(dir + "/" + op + ".lua");
 }
 
-std::string v3_script(const std::string& op) {
+std::string v4_script(const std::string& op) {
   for (const auto& s : detail::lua::kScripts) {
     if (s.name == op) return std::string(s.source);
   }
   throw std::runtime_error("no script " + op);
 }
 
-std::string member(int i) {
+// Processes (cids): member(i) is process A's (kCidA) unless told otherwise.
+const std::string kCidA = "00000000000000aa";
+const std::string kCidB = "00000000000000bb";
+const std::string kCidC = "00000000000000cc";
+
+// The process of a member "<m><cid>:<token>" (its key in w since version 4).
+std::string proc(const std::string& cid) { return "n" + cid; }
+
+std::string member(int i, const std::string& cid = kCidA) {
   char tok[33];
   std::snprintf(tok, sizeof tok, "%032x", i);
-  return std::string("n00000000000000aa:") + tok;
+  return proc(cid) + ":" + tok;
 }
 
 std::vector<std::string> lines(const std::string& text) {
@@ -61,6 +70,12 @@ class Versions : public ::testing::Test {
   }
   std::string acquire(const std::string& source, int m) { return run(source, {member(m), "1", "10000", "10000", "q"}); }
   std::string release(const std::string& source, int m) { return run(source, {member(m), "1"}); }
+  // acquire of one permit with a given liveness (ARGV 4), lease 10 s, mode "q".
+  std::vector<std::string> queue(const std::string& source, const std::string& m, const std::string& liveness_ms) {
+    return lines(run(source, {m, "1", "10000", liveness_ms, "q"}));
+  }
+  // A waiter's deadline in w (by member, as versions 1 to 3 keep it).
+  std::string w_score(const std::string& m) { return server().cmd({"ZSCORE", keys.w, m}); }
   // Every key of the name with its content, to show that nothing changed.
   std::string dump() {
     std::string out;
@@ -72,66 +87,106 @@ class Versions : public ::testing::Test {
     out += type + ":" + (type == "hash" ? server().cmd({"HGETALL", keys.seq}) : server().cmd({"GET", keys.seq}));
     return out;
   }
+  // A busy version 3 queue of one permit: a1 holds; a2, b3 and a4 wait with
+  // a liveness of 10, 20 and 30 s, so process A has two waiters (of
+  // different deadlines) and B one. Keeps their tickets and w deadlines.
+  void busy_v3_queue() {
+    ASSERT_EQ(queue(v3_acquire, a1, "10000")[0], "1");
+    for (const auto& [m, liveness] : {std::pair{a2, "10000"}, {b3, "20000"}, {a4, "30000"}}) {
+      const auto t = queue(v3_acquire, m, liveness);
+      ASSERT_EQ(t[0], "0") << m;
+      tickets[m] = t[1];
+      deadlines[m] = w_score(m);
+    }
+    ASSERT_EQ(server().cmd({"HGET", keys.seq, "v"}), "3");
+    ASSERT_EQ(server().cmd({"ZCARD", keys.w}), "3");  // one entry per waiter
+    ASSERT_LT(std::stoull(deadlines[a2]), std::stoull(deadlines[a4]));
+  }
+  // w as process -> deadline.
+  std::map<std::string, std::string> w_entries() {
+    const auto w = lines(server().cmd({"ZRANGE", keys.w, "0", "-1", "WITHSCORES"}));
+    std::map<std::string, std::string> out;
+    for (std::size_t i = 0; i + 1 < w.size(); i += 2) out[w[i]] = w[i + 1];
+    return out;
+  }
 
+  const std::string a1 = member(1, kCidA), a2 = member(2, kCidA), b3 = member(3, kCidB), a4 = member(4, kCidA);
+  const std::string c5 = member(5, kCidC);
+  std::map<std::string, std::string> tickets, deadlines;  // of busy_v3_queue's waiters
   std::string name = unique_name("versions");
   detail::Keys keys{"fairlock", name};
   const std::string v1_acquire = old_script(FAIRLOCK_V1_LUA_DIR, "acquire");
   const std::string v1_release = old_script(FAIRLOCK_V1_LUA_DIR, "release");
   const std::string v2_acquire = old_script(FAIRLOCK_V2_LUA_DIR, "acquire");
   const std::string v2_release = old_script(FAIRLOCK_V2_LUA_DIR, "release");
-  const std::string v3_acquire = v3_script("acquire"), v3_release = v3_script("release");
+  const std::string v3_acquire = old_script(FAIRLOCK_V3_LUA_DIR, "acquire");
+  const std::string v3_release = old_script(FAIRLOCK_V3_LUA_DIR, "release");
+  const std::string v3_heartbeat = old_script(FAIRLOCK_V3_LUA_DIR, "heartbeat");
+  const std::string v4_acquire = v4_script("acquire"), v4_release = v4_script("release");
+  const std::string v4_heartbeat = v4_script("heartbeat");
 };
 
-TEST_F(Versions, AVersion1ClientFailsOnAVersion3NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v3_acquire, 1))[0], "1");  // held inline, in the record
+TEST_F(Versions, AVersion1ClientFailsOnAVersion4NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v4_acquire, 1))[0], "1");  // held inline, in the record
   const std::string uncontended = dump();
   EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v3_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v4_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
   EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
   EXPECT_EQ(dump(), contended);
 }
 
-TEST_F(Versions, AVersion3ClientCarriesABusyVersion1QueueOn) {
+TEST_F(Versions, AVersion4ClientCarriesABusyVersion1QueueOn) {
   const auto held = lines(acquire(v1_acquire, 1));
   const auto queued = lines(acquire(v1_acquire, 2));
   ASSERT_EQ(held[0], "1");
   ASSERT_EQ(queued[0], "0");
   ASSERT_EQ(server().cmd({"TYPE", keys.seq}), "string");
-  const auto newcomer = lines(acquire(v3_acquire, 3));  // the counter becomes the record
+  const auto newcomer = lines(acquire(v4_acquire, 3));  // the counter becomes the record
   ASSERT_EQ(newcomer[0], "0");
   EXPECT_GT(std::stoull(newcomer[1]), std::stoull(queued[1]));
   EXPECT_EQ(newcomer[2], "1");                                     // behind version 1's waiter
-  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "3\n1");  // g's permit count moved into it
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "4\n1");  // g's permit count moved into it
   EXPECT_EQ(server().cmd({"HEXISTS", keys.g, "permits"}), "0");
-  // Version 1's holder and waiter still work on the shared q, w, h and g.
+  EXPECT_EQ(server().cmd({"ZRANGE", keys.w, "0", "-1"}), proc(kCidA));  // w by process: both waiters are A's
+  // Version 1's waiter fails from now on: its w entry is gone, so it queues
+  // again and meets the record's new type.
+  const std::string upgraded = dump();
+  EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
+  EXPECT_EQ(dump(), upgraded);
+  // Version 1's release reads no record: it releases, but it reads w by
+  // member, finds no waiter live and drops them all (a version 1 holder on a
+  // version 4 name costs the queue its places, never a double grant).
   EXPECT_EQ(release(v1_release, 1), "1");
-  EXPECT_EQ(lines(acquire(v1_acquire, 2)), (std::vector<std::string>{"1", queued[1]}));
-  EXPECT_EQ(release(v1_release, 2), "1");
-  EXPECT_EQ(lines(acquire(v3_acquire, 3)), (std::vector<std::string>{"1", newcomer[1]}));
-  EXPECT_EQ(release(v3_release, 3), "1");
+  EXPECT_EQ(server().cmd({"ZCARD", keys.q}), "0");
+  // Version 4's waiter learns it is gone and queues again, above every fence so far.
+  EXPECT_EQ(lines(run(v4_heartbeat, {"1", "10000", member(3), "10000"})), (std::vector<std::string>{"0", "0"}));
+  const auto again = lines(acquire(v4_acquire, 3));
+  ASSERT_EQ(again[0], "1");
+  EXPECT_GT(std::stoull(again[1]), std::stoull(newcomer[1]));
+  EXPECT_EQ(release(v4_release, 3), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
 }
 
-TEST_F(Versions, AVersion2ClientFailsOnAVersion3NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v3_acquire, 1))[0], "1");  // held inline, in the record
+TEST_F(Versions, AVersion2ClientFailsOnAVersion4NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v4_acquire, 1))[0], "1");  // held inline, in the record
   const std::string uncontended = dump();
-  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 3", 0), 0u);
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 3", 0), 0u);
+  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v3_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v4_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
-  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 3", 0), 0u);
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 3", 0), 0u);
+  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
   EXPECT_EQ(dump(), contended);
 }
 
-// Version 2 kept the permit count and x in g; version 3 keeps them in the
-// record. A version 3 call moves them, and the queue goes on in its order;
+// Version 2 kept the permit count and x in g; version 3 and later keep them in
+// the record. A version 4 call moves them, and the queue goes on in its order;
 // version 2's clients fail from then on (FLVERSION), so their entries end by
 // their deadlines or by eviction.
-TEST_F(Versions, AVersion3ClientCarriesABusyVersion2QueueOn) {
+TEST_F(Versions, AVersion4ClientCarriesABusyVersion2QueueOn) {
   const auto held = lines(run(v2_acquire, {member(1), "2", "10000", "10000", "q"}));
   ASSERT_EQ(lines(run(v2_acquire, {member(2), "2", "10000", "10000", "q"}))[0], "1");
   const auto queued = lines(run(v2_acquire, {member(3), "2", "10000", "10000", "q"}));
@@ -139,40 +194,148 @@ TEST_F(Versions, AVersion3ClientCarriesABusyVersion2QueueOn) {
   ASSERT_EQ(queued[0], "0");
   const std::string x = server().cmd({"HGET", keys.g, "x"});
   ASSERT_EQ(server().cmd({"HGET", keys.g, "permits"}), "2");
-  const auto newcomer = lines(run(v3_acquire, {member(4), "2", "10000", "10000", "q"}));
+  const auto newcomer = lines(run(v4_acquire, {member(4), "2", "10000", "10000", "q"}));
   ASSERT_EQ(newcomer[0], "0");
   EXPECT_GT(std::stoull(newcomer[1]), std::stoull(queued[1]));
   EXPECT_EQ(newcomer[2], "1");  // behind version 2's waiter
-  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p", "x"}), "3\n2\n" + x);
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p", "x"}), "4\n2\n" + x);
   EXPECT_EQ(server().cmd({"HMGET", keys.g, "permits", "x"}), "(nil)\n(nil)");
-  EXPECT_EQ(run(v3_acquire, {member(4), "1", "10000", "10000", "q"}), "ERR:FLPERMITS 2");  // the count moved
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 3", 0), 0u);
+  EXPECT_EQ(run(v4_acquire, {member(4), "1", "10000", "10000", "q"}), "ERR:FLPERMITS 2");  // the count moved
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
   // The operator evicts version 2's holders: the permits go to the queue in order.
-  for (int m : {1, 2}) EXPECT_EQ(run(v3_script("evict"), {member(m), "2"}), "1");
-  const auto heads = lines(run(v3_script("heartbeat"), {"2", "10000", member(3), "10000", member(4), "10000"}));
+  for (int m : {1, 2}) EXPECT_EQ(run(v4_script("evict"), {member(m), "2"}), "1");
+  const auto heads = lines(run(v4_heartbeat, {"2", "10000", member(3), "10000", member(4), "10000"}));
   EXPECT_EQ(heads, (std::vector<std::string>{"2", queued[1], "2", newcomer[1]}));
-  EXPECT_EQ(run(v3_release, {member(3), "2"}), "1");
-  EXPECT_EQ(run(v3_release, {member(4), "2"}), "1");
+  EXPECT_EQ(run(v4_release, {member(3), "2"}), "1");
+  EXPECT_EQ(run(v4_release, {member(4), "2"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
   EXPECT_EQ(server().cmd({"HMGET", keys.seq, "p", "x"}), "(nil)\n(nil)");
 }
 
+TEST_F(Versions, AVersion3ClientFailsOnAVersion4NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v4_acquire, 1))[0], "1");  // held inline, in the record
+  const std::string uncontended = dump();
+  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(1), "10000"}).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(dump(), uncontended);
+  ASSERT_EQ(lines(acquire(v4_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  const std::string contended = dump();
+  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(acquire(v3_acquire, 3).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(3), "10000"}).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(dump(), contended);
+}
+
+// Version 3 kept a w entry per waiter; version 4 keeps one per process, at
+// the latest deadline of its waiters. The first version 4 call that writes
+// moves w over, and the queue goes on in its order; version 3's clients fail
+// from then on (FLVERSION).
+TEST_F(Versions, AVersion4ClientCarriesABusyVersion3QueueOn) {
+  ASSERT_NO_FATAL_FAILURE(busy_v3_queue());
+  const auto t5 = queue(v4_acquire, c5, "10000");  // the upgrade, then a newcomer of a third process
+  ASSERT_EQ(t5[0], "0");
+  for (const auto& m : {a2, b3, a4}) EXPECT_GT(std::stoull(t5[1]), std::stoull(tickets[m])) << m;
+  EXPECT_EQ(t5[2], "3");  // behind version 3's waiters
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
+  auto w = w_entries();
+  ASSERT_EQ(w.size(), 3u);
+  ASSERT_EQ(w.count(proc(kCidA)) + w.count(proc(kCidB)) + w.count(proc(kCidC)), 3u);
+  EXPECT_EQ(w[proc(kCidA)], deadlines[a4]);  // the later of A2's and A4's
+  EXPECT_EQ(w[proc(kCidB)], deadlines[b3]);
+  EXPECT_GE(std::stoull(w[proc(kCidC)]), std::stoull(deadlines[a2]));  // now + 10 s, no earlier than A2's
+  EXPECT_GT(std::stoll(server().cmd({"PTTL", keys.w})), 0);
+  EXPECT_EQ(server().cmd({"ZRANGE", keys.q, "0", "-1"}), a2 + "\n" + b3 + "\n" + a4 + "\n" + c5);
+
+  // Version 3's clients fail from now on, and change nothing.
+  const std::string upgraded = dump();
+  EXPECT_EQ(run(v3_acquire, {a2, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(run(v3_release, {a1, "1"}).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", b3, "10000"}).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(dump(), upgraded);
+
+  // The queue drains in ticket order, A's waiters live by A's one entry.
+  EXPECT_EQ(run(v4_release, {a1, "1"}), "1");
+  EXPECT_EQ(lines(run(v4_heartbeat, {"1", "10000", a2, "10000", a4, "10000"})),
+            (std::vector<std::string>{"2", tickets[a2], "1", "1"}));  // A2 holds; A4 waits behind B3
+  EXPECT_EQ(run(v4_release, {a2, "1"}), "1");
+  EXPECT_EQ(queue(v4_acquire, b3, "10000"), (std::vector<std::string>{"1", tickets[b3]}));
+  EXPECT_EQ(run(v4_release, {b3, "1"}), "1");
+  EXPECT_EQ(lines(run(v4_heartbeat, {"1", "10000", a4, "10000"})), (std::vector<std::string>{"2", tickets[a4]}));
+  EXPECT_EQ(run(v4_release, {a4, "1"}), "1");
+  EXPECT_EQ(queue(v4_acquire, c5, "10000"), (std::vector<std::string>{"1", t5[1]}));
+  EXPECT_EQ(run(v4_release, {c5, "1"}), "1");
+  EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
+}
+
+// Not only acquire: whichever writing script comes first upgrades the name,
+// also when it issues no ticket (next_ticket writes "v" as well).
+TEST_F(Versions, EveryWritingVersion4ScriptUpgradesABusyVersion3Name) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
+      {"release", {a1, "1"}}, {"cancel", {b3, "1"}}, {"evict", {a2, "1"}}, {"heartbeat", {"1", "20000", b3, "10000"}}};
+  for (const auto& [op, args] : calls) {
+    server().cmd({"DEL", keys.q, keys.w, keys.h, keys.g, keys.seq});
+    ASSERT_NO_FATAL_FAILURE(busy_v3_queue()) << op;
+    EXPECT_EQ(run(v4_script(op), args).rfind("ERR", 0), std::string::npos) << op;
+    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4") << op;
+    auto w = w_entries();
+    EXPECT_EQ(w.size(), 2u) << op;
+    EXPECT_EQ(w[proc(kCidA)], deadlines[a4]) << op;
+    if (op == "heartbeat") {
+      EXPECT_GE(std::stoull(w[proc(kCidB)]), std::stoull(deadlines[b3])) << op;  // renewed
+    } else {
+      EXPECT_EQ(w[proc(kCidB)], deadlines[b3]) << op;
+    }
+    EXPECT_EQ(run(v3_acquire, {a4, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 4", 0), 0u) << op;
+  }
+}
+
+// inspect reads, never writes: on a version 3 name it reads w by member and
+// leaves the upgrade to the next writing call.
+TEST_F(Versions, InspectListsABusyVersion3NameAndChangesNothing) {
+  ASSERT_NO_FATAL_FAILURE(busy_v3_queue());
+  const std::vector<std::pair<std::string, long long>> waiting = {{a2, 10000}, {b3, 20000}, {a4, 30000}};
+  const std::string before = dump();
+  const auto out = lines(run(v4_script("inspect"), {"10"}));
+  // now, permits, last ticket, holder count, waiter count; 4 per holder; 4 per waiter.
+  ASSERT_EQ(out.size(), 5u + 4u + 4u * waiting.size());
+  EXPECT_EQ(out[1], "1");
+  EXPECT_EQ(out[2], tickets[a4]);
+  EXPECT_EQ(out[3], "1");
+  EXPECT_EQ(out[4], "3");
+  EXPECT_EQ(out[5], a1);
+  for (std::size_t i = 0; i < waiting.size(); ++i) {
+    const auto& [m, liveness] = waiting[i];
+    const std::size_t at = 9 + 4 * i;
+    EXPECT_EQ(out[at], m);
+    EXPECT_EQ(out[at + 1], tickets[m]);
+    const long long left = std::stoll(out[at + 3]);
+    EXPECT_GT(left, 0) << m;         // live, by its own w entry
+    EXPECT_LE(left, liveness) << m;  // read by member, not merged per process
+  }
+  EXPECT_EQ(dump(), before);
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "3");
+}
+
 TEST_F(Versions, AnIdleOlderNameKeepsItsFencesIncreasing) {
-  const std::vector<std::pair<std::string, std::string>> older = {{v1_acquire, v1_release}, {v2_acquire, v2_release}};
+  const std::vector<std::pair<std::string, std::string>> older = {
+      {v1_acquire, v1_release}, {v2_acquire, v2_release}, {v3_acquire, v3_release}};
   for (std::size_t v = 0; v < older.size(); ++v) {
     server().cmd({"DEL", keys.seq});
     const auto last = lines(acquire(older[v].first, 1));
     ASSERT_EQ(release(older[v].second, 1), "1") << "version " << v + 1;
-    const auto next = lines(acquire(v3_acquire, 2));
+    const auto next = lines(acquire(v4_acquire, 2));
     ASSERT_EQ(next[0], "1");
     EXPECT_GT(std::stoull(next[1]), std::stoull(last[1])) << "version " << v + 1;
-    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "3");
-    ASSERT_EQ(release(v3_release, 2), "1");
+    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
+    ASSERT_EQ(release(v4_release, 2), "1");
   }
 }
 
 TEST_F(Versions, AnotherVersionIsRefusedByEveryScriptAndNothingChanges) {
-  server().cmd({"HSET", keys.seq, "v", "4", "s", "100", "layout", "unknown to version 3"});
+  server().cmd({"HSET", keys.seq, "v", "5", "s", "100", "layout", "unknown to version 4"});
   server().cmd({"ZADD", keys.q, "50", member(9)});
   const std::string before = dump();
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
@@ -184,7 +347,7 @@ TEST_F(Versions, AnotherVersionIsRefusedByEveryScriptAndNothingChanges) {
       {"evict", {member(9), "1"}},
       {"inspect", {"10"}}};
   for (const auto& [op, args] : calls) {
-    EXPECT_EQ(run(v3_script(op), args).rfind("ERR:FLVERSION 4", 0), 0u) << op;
+    EXPECT_EQ(run(v4_script(op), args).rfind("ERR:FLVERSION 5", 0), 0u) << op;
     EXPECT_EQ(dump(), before) << op;
   }
   Client client(opts_for(server()));

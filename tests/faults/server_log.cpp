@@ -68,6 +68,10 @@ bool is_member(const std::string& f) {
   return true;
 }
 
+// The process of a member, the key of its liveness in w: its text before
+// the first ':' (a member without one is its own).
+std::string process_of(const std::string& member) { return member.substr(0, member.find(':')); }
+
 std::string fmt(double d) {
   std::ostringstream o;
   o.precision(15);
@@ -518,12 +522,7 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       const std::string& m = argv[i];
       if (suffix == "q") {
         remove_waiter(ts, name, st, m);
-      } else if (suffix == "w") {
-        if (!popped_.empty() && popped_ != m && check) {
-          violation(name + ": the replay popped " + popped_ + " from q (ZPOPMIN) but the script then removed " + m +
-                    " from w: the replay's q has drifted from the server's");
-        }
-        popped_.clear();
+      } else if (suffix == "w") {  // a process leaves w (prune, the move to version 4); its waiters stay in q
         auto it = st.w.find(m);
         if (it == st.w.end()) continue;
         removed_w_.emplace(m, it->second);
@@ -542,8 +541,8 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       auto head = std::min_element(st.q.begin(), st.q.end(), [](const auto& a, const auto& b) {
         return std::tie(a.second, a.first) < std::tie(b.second, b.first);
       });
-      popped_ = head->first;
-      remove_waiter(ts, name, st, popped_);
+      const std::string m = head->first;  // a copy: remove_waiter erases the entry
+      remove_waiter(ts, name, st, m);
     }
   } else if (cmd == "hset" && suffix == "g") {
     for (size_t i = 2; i + 1 < argv.size(); i += 2) {
@@ -585,8 +584,8 @@ void ServerLog::record_cmd(std::int64_t ts, const std::string& cmd, const std::v
 void ServerLog::remove_waiter(std::int64_t ts, const std::string& name, NameState& st, const std::string& m) {
   auto it = st.q.find(m);
   if (it == st.q.end()) return;
-  auto w = st.w.find(m);
-  if (w != st.w.end()) removed_w_.emplace(m, w->second);
+  auto w = st.w.find(process_of(m));
+  if (w != st.w.end()) removed_w_.emplace(w->first, w->second);
   q_removed_[m] = QRemoval{name, ts, it->second};
   st.q.erase(it);
 }
@@ -669,12 +668,15 @@ void ServerLog::finish_script() {
   for (auto& [m, r] : q_removed_) {
     if (granted_.count({r.name, m}) || tainted_.count(r.name)) continue;
     if ((kind_ == "cancel" || kind_ == "evict") && own_.count(m)) continue;  // the owner leaves / the operator evicts
-    auto w = removed_w_.find(m);
-    if (w == removed_w_.end()) continue;  // no known deadline (w already gone)
-    const auto ts_ms = r.ts / 1000;       // whole ms, floored on purpose
+    // Its process's deadline as it stood when the waiter left (or the
+    // process left w first, in this script); none known: w had no entry.
+    auto w = removed_w_.find(process_of(m));
+    if (w == removed_w_.end()) continue;
+    const auto ts_ms = r.ts / 1000;  // whole ms, floored on purpose
     if (w->second > static_cast<double>(ts_ms)) {
-      violation(r.name + ": live waiter " + m + " (ticket " + fmt(r.ticket) + ", deadline " + fmt(w->second) +
-                ") removed from the queue without a grant by " + kind_ + " at " + std::to_string(r.ts / 1000));
+      violation(r.name + ": live waiter " + m + " (ticket " + fmt(r.ticket) + ", process " + w->first + " live until " +
+                fmt(w->second) + ") removed from the queue without a grant by " + kind_ + " at " +
+                std::to_string(r.ts / 1000));
     }
   }
   for (auto& r : h_removed_) {
@@ -704,7 +706,6 @@ void ServerLog::drop_script() {
   granted_.clear();
   new_holders_.clear();
   permit_checks_.clear();
-  popped_.clear();
 }
 
 }  // namespace fairlock::faults

@@ -9,11 +9,12 @@
 //   - fences of successive grants of a name strictly increase (per epoch);
 //   - at most `permits` holders: the entries in h and the inline holder;
 //   - a waiter is removed from q without being granted only by its own
-//     cancel or once its liveness deadline has passed (a live waiter is never
-//     skipped); a holder (in h or inline) is removed only by its own release
-//     or once its deadline has passed (a grant never moves on early); moving
-//     the inline holder into h and g with its fence (inflate) is neither a
-//     removal nor a new grant;
+//     cancel (or an evict) or once the liveness deadline of its process has
+//     passed (w: process -> deadline, protocol version 4; a live waiter is
+//     never skipped); a holder (in h or inline) is removed only by its own
+//     release or once its deadline has passed (a grant never moves on
+//     early); moving the inline holder into h and g with its fence (inflate)
+//     is neither a removal nor a new grant;
 //   - the idle cleanup (DEL g w) runs only when q and h are empty.
 // Every grant is kept (name, member, fence, time, epoch) so the client-side
 // history can be linked to it. FLUSHALL/FLUSHDB and a server restart that
@@ -77,7 +78,7 @@ class ServerLog {
 
  private:
   struct NameState {
-    std::map<std::string, double> q, w, h;
+    std::map<std::string, double> q, w, h;  // w as the server keeps it: process -> deadline (version 4)
     std::map<std::string, std::string> g;
     std::map<std::string, std::string> rec;  // seq, the record: v, s, p, x and the inline holder o, d, t
     std::uint64_t last_fence = 0;
@@ -99,7 +100,8 @@ class ServerLog {
   bool moved(const std::string& name, const NameState& st, const std::string& member, const std::string& fence_text);
   void inline_removed(std::int64_t ts, const std::string& name, const NameState& st);
   void check_permits(const std::string& name, const NameState& st, const std::string& after);
-  // Takes q's member `m` out as a ZREM or ZPOPMIN of the script does.
+  // Takes q's member `m` out as a ZREM or ZPOPMIN of the script does,
+  // noting its process's liveness deadline.
   void remove_waiter(std::int64_t ts, const std::string& name, NameState& st, const std::string& m);
   void finish_script();  // checks the script just replayed, then forgets it
   void drop_script();    // forgets it unchecked
@@ -136,7 +138,9 @@ class ServerLog {
   bool in_script_ = false;
   std::string kind_;
   std::set<std::string> own_;
-  std::map<std::string, double> removed_w_;  // member -> w deadline when first removed
+  // w entry (a process) -> its deadline when this script first removed it
+  // or one of its waiters: a waiter's liveness as it stood when it left q.
+  std::map<std::string, double> removed_w_;
   struct QRemoval {
     std::string name;
     std::int64_t ts = 0;
@@ -156,7 +160,6 @@ class ServerLog {
   // are checked when it ends (a release hands its permit on before it
   // leaves h).
   std::map<std::string, std::string> permit_checks_;
-  std::string popped_;  // the member the replay took for this script's last ZPOPMIN of q
 };
 
 // Parses one MONITOR line into (timestamp us, from_lua, argv). False if malformed.
