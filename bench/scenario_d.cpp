@@ -123,7 +123,7 @@ void targets_D(Env& e, const Queue& lo, const Queue& hi) {
   e.report.target("D2", "≤ 150 bytes per waiter",
                   fmt("%.0f bytes (MEMORY USAGE of q + w at %lld)", hi.per_waiter, hi.n), hi.per_waiter <= 150,
                   hi.per_waiter <= 150 ? ""
-                                       : "each waiter is a 50-byte member in q (a skiplist node, a dict entry and "
+                                       : "each waiter is a 42-byte member in q (a skiplist node, a dict entry and "
                                          "the member's copy); w holds one entry per process");
 }
 

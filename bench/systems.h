@@ -80,7 +80,8 @@ std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& m
 std::vector<std::string> raw_release_argv(const RawKeys& k, const std::string& member, int permits);
 std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long long liveness_ms,
                                             const std::vector<std::string>& members, long long lease_ms);
-// A syntactically valid member: mode char, 16 hex client id, ':', 32 hex.
+// A member as the client makes it: mode char, 16 hex client id, ':', 24 hex
+// (a 96-bit token).
 std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n);
 
 }  // namespace fbench

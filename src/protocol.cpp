@@ -104,7 +104,7 @@ std::string random_hex(std::size_t bytes) {
 std::string new_member(Notify mode, std::string_view client_id) {
   char letter = mode == Notify::publish ? 'p' : mode == Notify::keyspace ? 'k' : 'n';
   std::string m(1, letter);
-  m.append(client_id).append(":").append(random_hex(16));
+  m.append(client_id).append(":").append(random_hex(kTokenBytes));
   return m;
 }
 

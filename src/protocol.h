@@ -4,6 +4,7 @@
 // per script. The only code that builds a KEYS/ARGV array or reads a
 // script's reply; nothing above it knows what either looks like.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,7 +46,10 @@ struct Keys {
 };
 
 // A fresh queue member "<m><cid>:<token>": the wake mode's letter, the
-// client id and a 128-bit random token, lower-case hex.
+// client id and a 96-bit random token, lower-case hex (42 bytes in all: a
+// member of up to 44 bytes fits Redis's 48-byte allocation, a queued
+// waiter's largest part).
+constexpr std::size_t kTokenBytes = 12;
 std::string new_member(Notify mode, std::string_view client_id);
 // A random lower-case hex string of 2 * bytes digits (client ids, tokens).
 std::string random_hex(std::size_t bytes);

@@ -429,13 +429,14 @@ TEST(Security, UserWithoutPermissionsGetsAClearError) {
   }
 }
 
-// Tokens: 128 random bits per claim, 64 per client, no structure a guesser
+// Tokens: 96 random bits per claim, 64 per client, no structure a guesser
 // could use; a guessed member can neither release nor evict.
 TEST(Security, TokensAreUnguessable) {
   test::RedisServer& s = test::server();
   constexpr int kClients = 8, kClaims = 250;
   std::set<std::string> tokens, cids;
-  std::vector<std::bitset<128>> bits;
+  constexpr int kTokenBits = 96;
+  std::vector<std::bitset<kTokenBits>> bits;
   for (int c = 0; c < kClients; ++c) {
     Options o;
     o.url = s.url();
@@ -450,12 +451,12 @@ TEST(Security, TokensAreUnguessable) {
       auto st = client.inspect(name);
       ASSERT_EQ(st.holders.size(), 1u);
       const std::string t = st.holders[0].token;
-      ASSERT_EQ(t.size(), 1 + 16 + 1 + 32u);
+      ASSERT_EQ(t.size(), 1 + 16 + 1 + kTokenBits / 4u);
       std::string hex = t.substr(18);
       ASSERT_EQ(hex.find_first_not_of("0123456789abcdef"), std::string::npos) << t;
       ASSERT_TRUE(tokens.insert(hex).second) << "token repeated: " << hex;
-      std::bitset<128> b;
-      for (int d = 0; d < 32; ++d) {
+      std::bitset<kTokenBits> b;
+      for (int d = 0; d < kTokenBits / 4; ++d) {
         int v = std::stoi(hex.substr(static_cast<size_t>(d), 1), nullptr, 16);
         for (int k = 0; k < 4; ++k) b[static_cast<size_t>(d) * 4 + static_cast<size_t>(k)] = (v >> k) & 1;
       }
@@ -465,10 +466,10 @@ TEST(Security, TokensAreUnguessable) {
   }
   // Every bit position is set in about half of the tokens (a binomial with
   // n = 2000: mean 1000, sd 22; the bound is 9 sd), and consecutive tokens
-  // differ in about half of their bits (the bound is 8 sd of 64 +- 5.7).
+  // differ in about half of their bits (the bound is 8 sd of 48 +- 4.9).
   const auto n = static_cast<double>(bits.size());
   int worst_bias = 0;
-  for (size_t pos = 0; pos < 128; ++pos) {
+  for (size_t pos = 0; pos < kTokenBits; ++pos) {
     int ones = 0;
     for (auto& b : bits) ones += b[pos];
     worst_bias = std::max(worst_bias, std::abs(ones - static_cast<int>(n / 2)));
@@ -476,8 +477,8 @@ TEST(Security, TokensAreUnguessable) {
   EXPECT_LT(worst_bias, 200) << "a bit position is biased";
   for (size_t i = 1; i < bits.size(); ++i) {
     int diff = static_cast<int>((bits[i] ^ bits[i - 1]).count());
-    EXPECT_GT(diff, 64 - 45) << "tokens " << i - 1 << " and " << i << " are related";
-    EXPECT_LT(diff, 64 + 45) << "tokens " << i - 1 << " and " << i << " are related";
+    EXPECT_GT(diff, 48 - 39) << "tokens " << i - 1 << " and " << i << " are related";
+    EXPECT_LT(diff, 48 + 39) << "tokens " << i - 1 << " and " << i << " are related";
   }
   // A guessed member (right client id, wrong token) cannot release or evict.
   Options o;
