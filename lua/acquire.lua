@@ -85,10 +85,10 @@ end
 
 -- The caller's own state, unless it has none (mode "f").
 if mode ~= 'f' then
-  fence = holder_fence(member, now)
+  local deadline
+  fence, deadline = holder_fence(member, now)
   if fence then
-    zadd(H, now + lease, member)
-    cleanup(now, now + lease)
+    cleanup(now, renew_grant(member, deadline, now, lease))
     return {1, fence}
   end
   local ticket = tonumber(redis.call('ZSCORE', Q, member))
@@ -126,9 +126,6 @@ end
 -- in q already (only tampering leaves it in q without w).
 local position = zadd(Q, t, member) == 1 and queued or redis.call('ZRANK', Q, member)
 zadd(W, now + liveness, proc_of(member))  -- the liveness of all its process's waiters here
-if queued == 0 then
-  fresh[Q] = true
-  fresh[W] = true
-end
+if queued == 0 then fresh[Q] = true end  -- (w: zadd knows)
 cleanup(now, now + liveness)
 return {0, t, position, earliest_holder()}

@@ -46,6 +46,7 @@ end
 inflate(now)
 prune(now, true)  -- deep: also entries with corrupt far deadlines
 fill(now, stored_permits(permits))
+drop_dead_heads(now)
 
 local out = {}
 local horizon = nil  -- the latest deadline written
@@ -65,11 +66,9 @@ for i = 3, #ARGV, 2 do
     report(1, rank)
   else
     if rank then zrem(Q, member) end
-    local fence = holder_fence(member, now)
+    local fence, deadline = holder_fence(member, now)
     if fence then
-      local deadline = now + tonumber(ARGV[i + 1])
-      zadd(H, deadline, member)
-      horizon = max(horizon or 0, deadline)
+      horizon = max(horizon or 0, renew_grant(member, deadline, now, tonumber(ARGV[i + 1])))
       report(2, fence)
     else
       report(0, 0)

@@ -180,6 +180,9 @@ local function zadd(key, score, member)
   if key == W then
     livenesses = livenesses or {}
     livenesses[member] = score
+    -- A new process entry may have made w again (pruning can empty w while
+    -- q still holds dead waiters): it needs its expiry (cleanup).
+    if n == 1 then fresh[W] = true end
   end
   return n
 end
@@ -342,6 +345,22 @@ local function fill(now, permits, leaving)
   end
 end
 
+-- Dead waiters at the head of q leave even while no permit is free (fill
+-- skips them only when one is), so the first live waiter learns that it is
+-- next (position 0) and wakes when the holder's lease runs out. Bounded like
+-- fill; heartbeat runs it, off the per-grant path.
+local function drop_dead_heads(now)
+  for _ = 1, SKIP_LIMIT do
+    local e = redis.call('ZRANGE', Q, '0', '0', 'WITHSCORES')
+    if #e == 0 then
+      cards[Q] = 0
+      return
+    end
+    if waiter_deadline(e[1], now) and valid_fence(tonumber(e[2])) then return end
+    zrem(Q, e[1])
+  end
+end
+
 -- `d`, the member's grant deadline in h (or nil), if it is still ahead; an
 -- entry past its deadline (not yet pruned: pruning is bounded) is removed
 -- here and reported as absent, so it can never be revived.
@@ -371,15 +390,27 @@ local function holder_deadline(member, now)
   return live_grant(member, now)
 end
 
--- The fence (a number) of a live holder, or nil. A holder whose record is
--- missing or corrupt is removed: it cannot prove its grant.
+-- The fence (a number) and grant deadline of a live holder, or nil. A
+-- holder whose record is missing or corrupt is removed: it cannot prove its
+-- grant.
 local function holder_fence(member, now)
-  if not live_grant(member, now) then return nil end
+  local deadline = live_grant(member, now)
+  if not deadline then return nil end
   local v = redis.call('HGET', G, member)
   local fence = v and tonumber(match(v, '^(%d+):%d+$'))
-  if valid_fence(fence) then return fence end
+  if valid_fence(fence) then return fence, deadline + 0 end
   drop_holder(member)
   return nil
+end
+
+-- A holder's lease is renewed to now + lease, but never shortened: its
+-- client may already count on the deadline it had (a handoff grant lasts to
+-- its process's liveness deadline, which can be later), and a call sent
+-- before it learned of the grant must not cut that short.
+local function renew_grant(member, deadline, now, lease)
+  local renewed = max(deadline, now + lease)
+  zadd(H, renewed, member)
+  return renewed
 end
 
 -- A new ticket: strictly above every earlier one, and an arrival stamp.

@@ -165,8 +165,8 @@ bool Claim::may_retry(SteadyTime sent, SteadyTime now, Failure failure) {
         // granted; the async one lets it run out (see fail_async).
         if (!queue_) return false;
         maybe_queued_ = true;
-        last_ok_ = now;        // that entry expires by now + liveness at the latest,
-        refreshed_at_ = sent;  // and not before sent + liveness (a grant's validity)
+        last_ok_ = now;        // retries run for a liveness from here,
+        refreshed_at_ = sent;  // and that entry lives until sent + liveness at least (a grant's validity)
       }
       break;
     case Failure::unsent:
@@ -174,7 +174,9 @@ bool Claim::may_retry(SteadyTime sent, SteadyTime now, Failure failure) {
       if (!asked_ && !maybe_queued_) return false;
       break;
   }
-  // Retry until our entry would have expired anyway.
+  // Retry until our entry would have expired unless this process's other
+  // waiters on the name keep its liveness (docs/PROTOCOL.md §2); then the
+  // wait fails, and leaving cancels the entry (or abandons it, §7).
   return now - std::max(last_ok_, refreshed_at_) <= cfg_.liveness;
 }
 
