@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 
 #include "fairlock/errors.h"
 #include "tls.h"
@@ -81,21 +82,32 @@ void Connection::lost(Io io) {
 // redisFormatCommandArgv formats every length with sprintf into a buffer of
 // its own (measured: 12 % more client instructions per lock+unlock pair
 // than the old sds path; this is below both).
+// The command in RESP, written in place: the buffer grows once per command
+// (a script call is a dozen arguments; appending piece by piece cost more
+// than the rest of the call's client-side work).
 void Connection::append(const Argv& argv) {
   if (broken_) throw ConnectionError("redis: connection is broken");
-  auto header = [this](char kind, std::size_t n) {
-    char digits[24];
-    auto* end = std::to_chars(digits, digits + sizeof digits, n).ptr;
-    out_.push_back(kind);
-    out_.append(digits, end);
-    out_.append("\r\n", 2);
+  constexpr std::size_t kHeader = 1 + 20 + 2;  // '*' or '$', a 64-bit length, CRLF
+  std::size_t most = kHeader;
+  for (std::string_view a : argv) most += kHeader + a.size() + 2;
+  const std::size_t start = out_.size();
+  out_.resize(start + most);
+  char* p = out_.data() + start;
+  auto header = [&p](char kind, std::size_t n) {
+    *p++ = kind;
+    p = std::to_chars(p, p + 20, n).ptr;
+    *p++ = '\r';
+    *p++ = '\n';
   };
   header('*', argv.size());
   for (std::string_view a : argv) {
     header('$', a.size());
-    out_.append(a.data(), a.size());
-    out_.append("\r\n", 2);
+    if (!a.empty()) std::memcpy(p, a.data(), a.size());
+    p += a.size();
+    *p++ = '\r';
+    *p++ = '\n';
   }
+  out_.resize(static_cast<std::size_t>(p - out_.data()));
 }
 
 void Connection::flush() {

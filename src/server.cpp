@@ -23,7 +23,8 @@ ReplyPtr Server::run(Script s, const Keys& keys, std::vector<std::string> args) 
 }
 
 ReplyPtr Server::run_one(ScriptCall call) {
-  std::vector<ScriptCall> calls{std::move(call)};
+  std::vector<ScriptCall> calls;  // (not {call}: an initializer list copies its arguments)
+  calls.push_back(std::move(call));
   return std::move(run_batch(calls, Lane::commands).front());
 }
 
