@@ -94,7 +94,7 @@ if mode ~= 'f' then
   local ticket = tonumber(redis.call('ZSCORE', Q, member))
   -- Its process's liveness ran out (it never revives this entry), or the
   -- ticket is corrupt (tampered): queue again below.
-  if ticket and not (valid_fence(ticket) and waiter_deadline(member, now)) then
+  if ticket and not live_waiter(member, ticket, now) then
     zrem(Q, member)
     ticket = nil
   end

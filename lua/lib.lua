@@ -261,6 +261,16 @@ local function waiter_deadline(member, now)
   return nil
 end
 
+-- A queue entry that can be granted: its process is live and its ticket a
+-- valid fence (a corrupt ticket would become a corrupt fence: such an entry
+-- is dropped like a dead one, and its owner learns it is gone and queues
+-- again). Returns its liveness deadline, or nil.
+local function live_waiter(member, ticket, now)
+  local d = waiter_deadline(member, now)
+  if d and valid_fence(ticket) then return d end
+  return nil
+end
+
 -- Members of a deadline set that are expired (deadline <= now); with
 -- `deep`, also those with a corrupt deadline beyond now + MAX_MS.
 local function dead_entries(key, now, deep)
@@ -330,10 +340,8 @@ local function fill(now, permits, leaving)
   while held < permits and skipped < SKIP_LIMIT and cards[Q] ~= 0 do
     local member, ticket = pop_head()  -- no ZCARD first: an empty q answers nil
     if not member then break end
-    local deadline = waiter_deadline(member, now)
-    -- A corrupt ticket would become a corrupt fence: the entry is dropped
-    -- like an expired one (its owner learns it is gone and queues again).
-    if deadline and valid_fence(ticket) then
+    local deadline = live_waiter(member, ticket, now)
+    if deadline then
       if card(H) == 0 then fresh[H] = true end
       zadd(H, deadline, member)
       redis.call('HSET', G, member, format('%d:%d', ticket, now))
@@ -356,7 +364,7 @@ local function drop_dead_heads(now)
       cards[Q] = 0
       return
     end
-    if waiter_deadline(e[1], now) and valid_fence(tonumber(e[2])) then return end
+    if live_waiter(e[1], tonumber(e[2]), now) then return end
     zrem(Q, e[1])
   end
 end
