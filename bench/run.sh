@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fairlock benchmark, in one command:
 #
-#   bench/run.sh            full run (about 6 minutes): builds, starts its own
+#   bench/run.sh            full run (about 7 minutes): builds, starts its own
 #                           redis-server, runs every scenario, prints the tables,
 #                           writes bench/results/latest.json, latest.md and the
 #                           chart bench/results/latest.svg
@@ -40,10 +40,11 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 
 # ---------------------------------------------------------------- packages
 # Required: what the library needs. Optional: Google Benchmark (the micro
-# benchmarks) and gnuplot (the chart). As root, the full run installs what is
+# benchmarks), gnuplot (the chart) and valgrind (Redis's instructions per
+# operation, bench/instructions.py). As root, the full run installs what is
 # missing; the smoke run never installs anything and skips what is absent.
 REQUIRED=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl libspdlog-dev redis-server)
-OPTIONAL=(libbenchmark-dev gnuplot-nox)
+OPTIONAL=(libbenchmark-dev gnuplot-nox valgrind)
 if command -v dpkg-query >/dev/null; then
   missing=()
   for p in "${REQUIRED[@]}"; do have_pkg "$p" || missing+=("$p"); done
@@ -186,6 +187,30 @@ if [ -z "$ONLY" ] && [ "$rc" -eq 0 ]; then
     fi
   else
     say "(gnuplot not installed: no chart; apt-get install gnuplot-nox)"
+  fi
+fi
+# ---------------------------------------------------------------- instructions
+# Redis's instructions per operation, counted by callgrind on a server of
+# the tool's own: figures that do not move with the VM's speed.
+if [ -z "$ONLY" ] && [ "$rc" -eq 0 ]; then
+  if command -v valgrind >/dev/null && command -v python3 >/dev/null; then
+    if [ "$MODE" = full ]; then cycles=1000; else cycles=50; fi
+    say "== Redis instructions per operation (callgrind)"
+    if timeout 300 python3 "$ROOT/bench/instructions.py" --cycles "$cycles" >"$TMP/instructions.txt"; then
+      cat "$TMP/instructions.txt" >&2
+      {
+        printf '\n## Redis instructions per operation\n\n'
+        printf 'Counted by callgrind on a redis-server of its own (bench/instructions.py, %s cycles each):\n\n' "$cycles"
+        printf '```\n'
+        cat "$TMP/instructions.txt"
+        printf '```\n'
+      } >>"$OUT/latest.md"
+    else
+      say "bench/run.sh: bench/instructions.py failed"
+      broken=1
+    fi
+  else
+    say "(valgrind not installed: no instruction counts; apt-get install valgrind)"
   fi
 fi
 say "results: $OUT/latest.json, $OUT/latest.md"

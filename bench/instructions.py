@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Instructions redis-server executes per lock operation, counted by callgrind.
+
+    python3 bench/instructions.py [--lua DIR] [--cycles N]
+
+Starts its own redis-server under `valgrind --tool=callgrind` on a free
+loopback port, loads the fairlock function library made from DIR (default:
+this repository's lua/, joined as cmake/EmbedLua.cmake joins it), and prints
+the instructions per operation, from the difference of two callgrind dumps
+around N cycles (after a warm-up):
+
+  fairlock uncontended pair  acquire (mode f) + release on an idle name
+  fairlock contended grant   a holder and 5 queued waiters on one name; a
+                             cycle queues a fresh member and releases the
+                             holder, which hands its permit to the head
+  unfair pair                SET NX PX + an owner-checked DEL script
+
+Each cycle is one pipelined write and its replies. Unlike µs, the counts do
+not depend on the machine's speed or load (repetitions agree within 1 to 2 %),
+so they show changes that the VM's swings hide; they leave out the kernel's
+cost per round trip (bench/run.sh measures time). Needs valgrind and
+redis-server; takes about 15 s.
+"""
+import argparse
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OPS = ("acquire", "release", "cancel", "heartbeat", "inspect", "evict")
+ALLOW_OOM = ("release", "cancel", "evict", "heartbeat")
+UNFAIR_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+def library(lua_dir):
+    """The function library, as cmake/EmbedLua.cmake makes it (name aside)."""
+    text = "#!lua name=fl\n" + open(os.path.join(lua_dir, "lib.lua")).read()
+    for op in OPS:
+        flags = "'allow-oom'" if op in ALLOW_OOM else "'no-writes', 'allow-oom'" if op == "inspect" else ""
+        body = open(os.path.join(lua_dir, op + ".lua")).read()
+        text += ("redis.register_function{function_name = 'fl_%s', flags = {%s},\n"
+                 "  callback = function(KEYS, ARGV)\n%send}\n" % (op, flags, body))
+    return text
+
+
+class Connection:
+    """A minimal RESP2 client: pipelines commands, returns replies (errors raise)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.buf = b""
+
+    def pipeline(self, commands):
+        out = []
+        for c in commands:
+            out.append(b"*%d\r\n" % len(c))
+            for a in c:
+                a = a if isinstance(a, bytes) else str(a).encode()
+                out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.sock.sendall(b"".join(out))
+        return [self._reply() for _ in commands]
+
+    def __call__(self, *command):
+        return self.pipeline([command])[0]
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError("redis-server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self.buf += self.sock.recv(1 << 16)
+            value, self.buf = self.buf[:n], self.buf[n + 2:]
+            return value.decode(errors="replace")
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise RuntimeError("unexpected reply: %r" % line)
+
+
+class Server:
+    """redis-server under callgrind, in a directory of its own."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="fairlock-instructions.")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.out = os.path.join(self.dir, "callgrind.out")
+        self.proc = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out, "--dump-instr=no",
+             "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.conn = Connection(self.port)
+                self.conn("PING")
+                return
+            except (OSError, RuntimeError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("redis-server did not start under callgrind")
+                time.sleep(0.2)
+
+    def control(self, option):
+        subprocess.run(["callgrind_control", option, str(self.proc.pid)], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    def instructions_of(self, cycle, n):
+        """Instructions per call of cycle(i), over calls warm-up .. warm-up + n."""
+        warm_up = 200
+        for i in range(warm_up):
+            cycle(i)
+        self.control("--zero")
+        for i in range(warm_up, warm_up + n):
+            cycle(i)
+        before = set(glob.glob(self.out + "*"))
+        self.control("--dump")
+        deadline = time.monotonic() + 30
+        while not set(glob.glob(self.out + "*")) - before:
+            if time.monotonic() > deadline:
+                raise RuntimeError("callgrind wrote no dump")
+            time.sleep(0.05)
+        (dump,) = set(glob.glob(self.out + "*")) - before
+        time.sleep(0.2)  # let callgrind finish writing it
+        for line in open(dump):
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1]) / n
+        raise RuntimeError("no totals in " + dump)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def keys(name):
+    base = "fairlock:{%s}:" % name
+    return [base + k for k in ("q", "w", "h", "g", "seq")]
+
+
+def member(i):
+    return "p1a2b3c4d5e6f708:%024x" % i  # one process (client id), a token per participant
+
+
+def uncontended_pair(conn):
+    def cycle(i):
+        k, m = keys("idle%d" % (i % 64)), member(i)
+        replies = conn.pipeline([["FCALL", "fl_acquire", 5] + k + [m, 1, 30000, 5000, "f"],
+                                 ["FCALL", "fl_release", 5] + k + [m, 1]])
+        if replies != [[1, replies[0][1]], 1]:
+            raise RuntimeError("uncontended pair: %r" % replies)
+    return cycle
+
+
+def contended_grant(conn):
+    k = keys("busy")
+    queue = []
+
+    def acquire(m):
+        return conn(*(["FCALL", "fl_acquire", 5] + k + [m, 1, 30000, 5000, "f"]))
+
+    holder = member(10**9)
+    if acquire(holder)[0] != 1:
+        raise RuntimeError("contended grant: the first acquire was not granted")
+    for j in range(5):
+        queue.append(member(10**9 + 1 + j))
+        acquire(queue[-1])
+
+    def cycle(i):
+        nonlocal holder
+        queue.append(member(i))
+        replies = conn.pipeline([["FCALL", "fl_acquire", 5] + k + [queue[-1], 1, 30000, 5000, "f"],
+                                 ["FCALL", "fl_release", 5] + k + [holder, 1]])
+        if replies[0][0] != 0 or replies[1] != 1:
+            raise RuntimeError("contended grant: %r" % replies)
+        holder = queue.pop(0)
+    return cycle
+
+
+def unfair_pair(conn):
+    sha = conn("SCRIPT", "LOAD", UNFAIR_RELEASE)
+
+    def cycle(i):
+        key, m = "unfair:{idle%d}" % (i % 64), member(i)
+        replies = conn.pipeline([["SET", key, m, "NX", "PX", 30000], ["EVALSHA", sha, 1, key, m]])
+        if replies != ["OK", 1]:
+            raise RuntimeError("unfair pair: %r" % replies)
+    return cycle
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lua", default=os.path.join(ROOT, "lua"), help="directory of the scripts (default: lua/)")
+    ap.add_argument("--cycles", type=int, default=1000, help="cycles counted per figure (default 1000)")
+    args = ap.parse_args()
+    for tool in ("valgrind", "callgrind_control", "redis-server"):
+        if not shutil.which(tool):
+            sys.exit("instructions.py: %s is not installed (apt-get install valgrind redis-server)" % tool)
+    server = Server()
+    try:
+        server.conn("FUNCTION", "LOAD", library(args.lua))
+        rows = [("fairlock uncontended pair", uncontended_pair), ("fairlock contended grant", contended_grant),
+                ("unfair pair", unfair_pair)]
+        for label, make in rows:
+            server.conn("FLUSHALL")
+            n = server.instructions_of(make(server.conn), args.cycles)
+            print("%-28s %9.0f instructions" % (label, n), flush=True)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
