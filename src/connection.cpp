@@ -78,13 +78,12 @@ void Connection::lost(Io io) {
   throw ConnectionError("redis: " + where_ + (io == Io::reset ? " reset the connection" : " closed the connection"));
 }
 
-// RESP, written straight into the output buffer: hiredis 0.14's
-// redisFormatCommandArgv formats every length with sprintf into a buffer of
-// its own (measured: 12 % more client instructions per lock+unlock pair
-// than the old sds path; this is below both).
 // The command in RESP, written in place: the buffer grows once per command
 // (a script call is a dozen arguments; appending piece by piece cost more
-// than the rest of the call's client-side work).
+// than the rest of the call's client-side work, and hiredis 0.14's
+// redisFormatCommandArgv, which formats every length with sprintf into a
+// buffer of its own, 12 % more per lock+unlock pair). All or nothing: a
+// command is in the buffer whole or not at all.
 void Connection::append(const Argv& argv) {
   if (broken_) throw ConnectionError("redis: connection is broken");
   constexpr std::size_t kHeader = 1 + 20 + 2;  // '*' or '$', a 64-bit length, CRLF
@@ -159,7 +158,16 @@ ReplyPtr Connection::command(const Argv& argv) {
 }
 
 std::vector<ReplyPtr> Connection::pipeline(const std::vector<Argv>& commands) {
-  for (const auto& c : commands) append(c);
+  // All or nothing as well: the first commands of a batch whose append threw
+  // (out of memory) must not stay behind, to run with the connection's next
+  // command and shift every reply after it.
+  const std::size_t start = out_.size();
+  try {
+    for (const auto& c : commands) append(c);
+  } catch (...) {
+    out_.resize(start);
+    throw;
+  }
   flush();
   return guarded([&] {
     std::vector<ReplyPtr> out;
