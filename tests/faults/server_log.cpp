@@ -525,6 +525,7 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       } else if (suffix == "w") {  // a process leaves w (prune, the move to version 4); its waiters stay in q
         auto it = st.w.find(m);
         if (it == st.w.end()) continue;
+        if (check) check_w_removal(ts, name, it->first, it->second);
         removed_w_.emplace(m, it->second);
         st.w.erase(it);
       } else if (suffix == "h") {
@@ -656,6 +657,20 @@ void ServerLog::check_permits(const std::string& name, const NameState& st, cons
   if (p != st.rec.end() && positive_integer(p->second, permits) && holders > permits) {
     violation(name + ": " + std::to_string(holders) + " holders for " + std::to_string(permits) + " permit(s) after " +
               after);
+  }
+}
+
+// A process's entry leaves w only once it has expired (prune). Its waiters
+// stay in q, and whichever later script removes them finds no entry in w
+// and cannot judge them: a live process taken out of w is flagged here.
+// (The move to version 4 removes per-waiter entries, "<m><cid>:<token>";
+// a deadline beyond now + 2^31-1 ms is corrupt, which only tampering writes.)
+void ServerLog::check_w_removal(std::int64_t ts, const std::string& name, const std::string& entry, double deadline) {
+  if (entry.find(':') != std::string::npos) return;
+  const auto ts_ms = static_cast<double>(ts / 1000);  // whole ms, floored on purpose
+  if (deadline > ts_ms && deadline <= ts_ms + 2147483647.0) {
+    violation(name + ": live process " + entry + " (live until " + fmt(deadline) + ") removed from w by " + kind_ +
+              " at " + std::to_string(ts / 1000));
   }
 }
 

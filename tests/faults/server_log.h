@@ -107,6 +107,7 @@ class ServerLog {
   void drop_script();    // forgets it unchecked
   bool split_key(const std::string& key, std::string& name, std::string& suffix) const;
   void violation(const std::string& what);
+  void check_w_removal(std::int64_t ts, const std::string& name, const std::string& entry, double deadline);
 
   int port_;
   std::string prefix_;

@@ -285,6 +285,20 @@ TEST(ServerLogReplay, FlagsARemovedLiveWaiterAndAnEarlyEvictedHolder) {
   EXPECT_TRUE(any(v, "live holder pa:1"));
 }
 
+// A live process never leaves w: its waiters would lose their places in
+// whichever later script removes them from q, which then finds no entry in w.
+TEST(ServerLogReplay, FlagsALiveProcessTakenOutOfW) {
+  Feed f;
+  setup(f);
+  f.script(heartbeat_sha, {"1", "1000", "pc:3", "1000"});
+  f.line(true, {"ZREM", key("w"), "pb"});  // process pb's deadline is still ahead
+  f.script(heartbeat_sha, {"1", "1000", "pc:3", "1000"});
+  f.line(true, {"ZREM", key("q"), "pb:2"});  // a later script: pb has no w entry now
+  auto v = f.done();
+  ASSERT_EQ(v.size(), 1u) << testing::PrintToString(v);
+  EXPECT_TRUE(any(v, "live process pb (live until"));
+}
+
 // A waiter lives as long as its process's w entry: pb's heartbeat keeps
 // both its waiters live after pc's entry ran out. Taking a process out of w
 // is no waiter's removal.
