@@ -14,7 +14,8 @@
 -- Returns:
 --   {1, fence}                    granted (now, earlier by handoff, or a retry
 --                                 of a grant already held: same fence; the
---                                 deadline becomes now + lease_ms)
+--                                 deadline becomes now + lease_ms, or stays
+--                                 if a grant in h already lasts longer)
 --   {0, ticket, position, next}   queued; position is 0-based in q (waiters
 --                                 of a dead process count until they leave);
 --                                 next = ms until the earliest holder deadline
@@ -123,7 +124,8 @@ if free then
   return {1, t}
 end
 -- The new ticket is above every other: the member is last, unless it was
--- in q already (only tampering leaves it in q without w).
+-- in q already (only a mode "f" call for a member that was sent before:
+-- a misuse).
 local position = zadd(Q, t, member) == 1 and queued or redis.call('ZRANK', Q, member)
 zadd(W, now + liveness, proc_of(member))  -- the liveness of all its process's waiters here
 if queued == 0 then fresh[Q] = true end  -- (w: zadd knows)

@@ -3,13 +3,14 @@
 --
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
 -- ARGV: 1 permits       1 .. 1000000; caps the fill (see stored_permits in lib.lua)
---       2 liveness_ms   1 .. 2^31-1; new waiter deadline = now + liveness_ms
+--       2 liveness_ms   1 .. 2^31-1; the process's new liveness deadline (w)
 --       3.. pairs       member, lease_ms (1 .. 2^31-1), zero or more pairs,
 --                       all members of one process ("<m><cid>" alike): if
 --                       one of them waits, the process's liveness deadline
---                       (w) becomes now + liveness_ms; a holding member gets
---                       its deadline set to now + lease_ms (this is also how
---                       a handed-off grant becomes a full lease)
+--                       (w) becomes now + liveness_ms; a holding member's
+--                       deadline becomes now + lease_ms, or stays if a grant
+--                       in h already lasts longer (this is also how a
+--                       handed-off grant becomes a full lease)
 -- Returns: a flat array, two entries per pair, in order:
 --   1, position   still waiting, 0-based position in q
 --   2, fence      holds a grant with this fence (deadline renewed)

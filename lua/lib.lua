@@ -29,7 +29,7 @@
 -- 1000 arrivals share a millisecond or the server clock stepped back).
 -- Members are "<m><cid>:<token>": <m> is the wake mode of the owning process
 -- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
--- the participant's 128-bit random token, both lower-case hex.
+-- the participant's random token (96 bits from the C++ client), both lower-case hex.
 
 -- Two habits keep a call cheap (measured with callgrind, in instructions
 -- per grant): numbers go to redis.call as strings ('0', format('%d', n)),
@@ -285,9 +285,9 @@ end
 
 -- Remove expired holders wherever they stand, and with prune the expired
 -- processes of w (bounded). A dead process's waiters stay in q until fill
--- reaches them at the head (it skips them), until their process's heartbeat
--- reports them (if it was only late), or until the keys expire: no index
--- finds them in q. Only heartbeat and evict pass `deep` (one more command
+-- or drop_dead_heads reaches them at the head, until a call of their own
+-- process looks them up (acquire's retry, cancel, heartbeat), until evict
+-- names them, or until the keys expire: no index finds them in q. Only heartbeat and evict pass `deep` (one more command
 -- per structure, off the per-grant path): corrupt far deadlines are rare
 -- and harmless until such an entry holds a permit (live_grant and
 -- waiter_deadline treat it as expired), and every waiting process beats a

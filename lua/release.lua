@@ -25,7 +25,7 @@ if R.o == member and not queue_by_x(now) then  -- Fast path: the uncontended hol
   return 0
 end
 inflate(now)
--- A grant past its deadline is not released, it was lost (live_score
+-- A grant past its deadline is not released, it was lost (holder_deadline
 -- removes it).
 local released = holder_deadline(member, now) and 1 or 0
 prune_holders(now)
