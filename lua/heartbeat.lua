@@ -46,8 +46,11 @@ if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue(now) then  -- Fas
 end
 inflate(now)
 prune(now, true)  -- deep: also entries with corrupt far deadlines
-fill(now, stored_permits(permits))
+-- Dead heads leave first: fill then reaches a live waiter behind up to 200
+-- dead ones when a permit is free (the other way round, one that drop_dead_heads
+-- brought to the head would wait, permit free, for the next call).
 drop_dead_heads(now)
+fill(now, stored_permits(permits))
 
 local out = {}
 local horizon = nil  -- the latest deadline written

@@ -356,7 +356,7 @@ end
 -- Dead waiters at the head of q leave even while no permit is free (fill
 -- skips them only when one is), so the first live waiter learns that it is
 -- next (position 0) and wakes when the holder's lease runs out. Bounded like
--- fill; heartbeat runs it, off the per-grant path.
+-- fill; heartbeat runs it before its fill, off the per-grant path.
 local function drop_dead_heads(now)
   for _ = 1, SKIP_LIMIT do
     local e = redis.call('ZRANGE', Q, '0', '0', 'WITHSCORES')

@@ -507,28 +507,32 @@ TEST_F(Scripts, HandoffGrantBecomesFullLeaseAtHeartbeat) {
   EXPECT_GT(after - before, 30000);
 }
 
-TEST_F(Scripts, PruningIsBoundedPerCall) {
-  acquire(member(1));  // a holder, so nothing below can be granted
-  acquire(member(2));  // and a waiter that leaves: the holder is in h now
-  cancel(member(2));
-  // 3000 waiters of 150 dead processes, written directly (as a crashed
-  // fleet would leave them).
+// `waiters` waiters of `processes` dead processes, written directly at the
+// head of q (tickets 1000 and up), as a crashed fleet would leave them.
+void queue_dead_fleet(const Keys& keys, int waiters, int processes) {
   auto fleet = [](int p) {
     char cid[17];
     std::snprintf(cid, sizeof cid, "%016x", 0xf1ee7000 + p);
     return std::string(cid);
   };
   std::vector<std::string> q{"ZADD", keys.q}, w{"ZADD", keys.w};
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < waiters; ++i) {
     q.push_back(std::to_string(1000 + i));
-    q.push_back(member(1000 + i, 'n', fleet(i % 150)));
+    q.push_back(member(1000 + i, 'n', fleet(i % processes)));
   }
-  for (int p = 0; p < 150; ++p) {
+  for (int p = 0; p < processes; ++p) {
     w.emplace_back("1");
     w.push_back("n" + fleet(p));
   }
-  redis(q);
-  redis(w);
+  server().cmd(q);
+  server().cmd(w);
+}
+
+TEST_F(Scripts, PruningIsBoundedPerCall) {
+  acquire(member(1));  // a holder, so nothing below can be granted
+  acquire(member(2));  // and a waiter that leaves: the holder is in h now
+  cancel(member(2));
+  queue_dead_fleet(keys, 3000, 150);
   call(Script::heartbeat, {"1", "1000", member(1), "1000"});
   EXPECT_EQ(redis({"ZCARD", keys.w}), "51");    // 100 dead processes pruned; member 2's is live
   EXPECT_EQ(redis({"ZCARD", keys.q}), "2900");  // held: 100 dead heads dropped (drop_dead_heads)
@@ -540,6 +544,22 @@ TEST_F(Scripts, PruningIsBoundedPerCall) {
   call(Script::heartbeat, {"1", "1000", member(1), "1000"});
   EXPECT_EQ(redis({"ZCARD", keys.q}), "0");
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+}
+
+// A live waiter behind 250 dead ones: the release's fill skips 100 and
+// stops; the live waiter's heartbeat drops 100 dead heads, then its fill
+// skips the last 50 and grants it, in the same call.
+TEST_F(Scripts, AHeartbeatGrantsALiveWaiterBehindDeadHeads) {
+  acquire(member(1));
+  ASSERT_EQ(acquire(member(2))[0], 0);  // queued: the holder is in h now
+  queue_dead_fleet(keys, 250, 5);       // ahead of it: lower tickets
+  ASSERT_EQ(redis({"ZRANK", keys.q, member(2)}), "250");
+  EXPECT_EQ(release(member(1)), 1);
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "151");  // 100 skipped by the release's fill
+  const auto beat = ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"}));
+  ASSERT_EQ(beat.size(), 2u);
+  EXPECT_EQ(beat[0], 2);  // holding
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "0");
 }
 
 TEST_F(Scripts, NoBargingPastManyStaleWaiters) {
