@@ -41,7 +41,7 @@ local mode = ARGV[5]
 if mode ~= 'q' and mode ~= 't' and mode ~= 'f' then return fail('BADARG', 'mode must be f, q or t') end
 
 local now = now_ms()
-err = read_record()
+err = read_record(now)
 if err then return err end
 -- Fast path: the name is uncontended, its holder (if any) kept inline.
 local owner, fence = inline_holder(now)

@@ -15,7 +15,7 @@ local member, permits, err = member_and_permits()
 if not member then return err end
 
 local now = now_ms()
-err = read_record()
+err = read_record(now)
 if err then return err end
 local owner, fence = inline_holder(now)
 if owner == member and not has_queue(now) then return {2, fence} end

@@ -13,7 +13,7 @@ local member, permits, err = member_and_permits()
 if not member then return err end
 
 local now = now_ms()
-err = read_record()
+err = read_record(now)
 if err then return err end
 if R.o == member and not queue_by_x(now) then  -- the uncontended holder, kept inline
   drop_inline()

@@ -37,7 +37,7 @@ for i = 3, #ARGV, 2 do
 end
 
 local now = now_ms()
-err = read_record()
+err = read_record(now)
 if err then return err end
 local owner, owner_fence = inline_holder(now)
 if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue(now) then  -- Fast path: the uncontended holder

@@ -26,7 +26,7 @@ if bad_keys then return bad_keys end
 local limit, err = int_arg(1, 0, 100000, 'limit')
 if not limit then return err end
 local now = now_ms()
-err = read_record(true)
+err = read_record(now, true)
 if err then return err end
 -- Tampered keys may hold any score: report them clamped, never as garbage.
 local function ms(v)

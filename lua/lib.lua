@@ -470,10 +470,10 @@ local function upgrade_record(r, readonly)
 end
 
 -- Versions 1 to 3 kept a w entry per waiter (member -> deadline); version 4
--- keeps one per process, at the latest deadline of its waiters. The move
+-- keeps one per process, at the latest live deadline of its waiters. The move
 -- reads all of w once (a queue of n waiters: O(n), once per name); read
 -- only (inspect), w is read by member instead.
-local function upgrade_w(readonly)
+local function upgrade_w(readonly, now)
   if readonly then
     w_by_member = true
     return
@@ -483,6 +483,9 @@ local function upgrade_w(readonly)
   for i = 1, #e, 2 do
     local proc, d = proc_of(e[i]), tonumber(e[i + 1])
     if proc ~= e[i] then members[#members + 1] = e[i] end
+    -- A deadline that is not live counts as now: a corrupt far one (tampered)
+    -- would otherwise stand for its live siblings, and counts as expired.
+    if not live_deadline(d, now) then d = now end
     if not latest[proc] or d > latest[proc] then latest[proc] = d end
   end
   -- The process entries go in first: w is never empty, so it keeps its expiry.
@@ -493,7 +496,7 @@ end
 -- Reads the record into R; every script does this first (the read it needs
 -- anyway checks the version). Returns an error reply on a version these
 -- scripts do not know; an older one is upgraded first.
-local function read_record(readonly)
+local function read_record(now, readonly)
   local r = redis.pcall('HMGET', SEQ, 'v', 's', 'o', 'd', 't', 'p', 'x')
   if r.err and not find(r.err, 'WRONGTYPE', 1, true) then return redis.error_reply(r.err) end
   if r.err then  -- version 1: a STRING counter
@@ -503,7 +506,7 @@ local function read_record(readonly)
   local old = r[1]
   if old == '1' or old == '2' then r = upgrade_record(r, readonly) end
   if old == '1' or old == '2' or old == '3' then
-    upgrade_w(readonly)
+    upgrade_w(readonly, now)
     if old == '3' and not readonly then redis.call('HSET', SEQ, 'v', VERSION) end
     r[1] = VERSION
   end

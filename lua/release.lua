@@ -14,7 +14,7 @@ local member, permits, err = member_and_permits()
 if not member then return err end
 
 local now = now_ms()
-err = read_record()
+err = read_record(now)
 if err then return err end
 -- (An inline holder beside a live x is forged: inflate drops it, keeping
 -- the queue's permit count, and the member is looked up in h.)
