@@ -3,9 +3,11 @@
 
     python3 bench/instructions.py [--lua DIR] [--cycles N]
 
-Starts its own redis-server under `valgrind --tool=callgrind` on a free
-loopback port, loads the fairlock function library made from DIR (default:
-this repository's lua/, joined as cmake/EmbedLua.cmake joins it), and prints
+Starts its own redis-server under `valgrind --tool=callgrind`, reached
+through a unix socket in a directory of its own (no TCP port: nothing else can
+answer in its place), loads the fairlock function library made from DIR
+(default: this repository's lua/, joined as cmake/EmbedLua.cmake joins it:
+keep the two alike), and prints
 the instructions per operation, from the difference of two callgrind dumps
 around N cycles (after a warm-up):
 
@@ -15,16 +17,18 @@ around N cycles (after a warm-up):
                              holder, which hands its permit to the head
   unfair pair                SET NX PX + an owner-checked DEL script
 
-Each cycle is one pipelined write and its replies. Unlike µs, the counts do
-not depend on the machine's speed or load (repetitions agree within 1 to 2 %),
-so they show changes that the VM's swings hide; they leave out the kernel's
-cost per round trip (bench/run.sh measures time). Needs valgrind and
-redis-server; takes about 15 s.
+Each cycle is one pipelined write and its replies. Unlike µs, the counts
+barely depend on the machine's speed or load (repetitions agree within 1 to
+2 %; the server runs with hz 1, so that its timer adds little per cycle), so
+they show changes that the VM's swings hide; they leave out the kernel's cost
+per round trip (bench/run.sh measures time). Needs valgrind and redis-server;
+takes about 15 s.
 """
 import argparse
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +36,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The operations and their flags, as cmake/EmbedLua.cmake has them.
 OPS = ("acquire", "release", "cancel", "heartbeat", "inspect", "evict")
 ALLOW_OOM = ("release", "cancel", "evict", "heartbeat")
 UNFAIR_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
@@ -51,8 +56,10 @@ def library(lua_dir):
 class Connection:
     """A minimal RESP2 client: pipelines commands, returns replies (errors raise)."""
 
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(120)  # a server that stops answering fails the run, never hangs it
+        self.sock.connect(path)
         self.buf = b""
 
     def pipeline(self, commands):
@@ -68,12 +75,15 @@ class Connection:
     def __call__(self, *command):
         return self.pipeline([command])[0]
 
+    def _fill(self):
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("redis-server closed the connection")
+        self.buf += chunk
+
     def _line(self):
         while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(1 << 16)
-            if not chunk:
-                raise ConnectionError("redis-server closed the connection")
-            self.buf += chunk
+            self._fill()
         line, self.buf = self.buf.split(b"\r\n", 1)
         return line
 
@@ -91,7 +101,7 @@ class Connection:
             if n < 0:
                 return None
             while len(self.buf) < n + 2:
-                self.buf += self.sock.recv(1 << 16)
+                self._fill()
             value, self.buf = self.buf[:n], self.buf[n + 2:]
             return value.decode(errors="replace")
         if kind == b"*":
@@ -105,20 +115,17 @@ class Server:
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="fairlock-instructions.")
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        self.port = s.getsockname()[1]
-        s.close()
         self.out = os.path.join(self.dir, "callgrind.out")
+        sock = os.path.join(self.dir, "redis.sock")
         self.proc = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out, "--dump-instr=no",
-             "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "redis-server", "--port", "0", "--unixsocket", sock, "--hz", "1", "--save", "", "--appendonly", "no",
              "--dir", self.dir],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while True:
             try:
-                self.conn = Connection(self.port)
+                self.conn = Connection(sock)
                 self.conn("PING")
                 return
             except (OSError, RuntimeError):
@@ -128,8 +135,9 @@ class Server:
                 time.sleep(0.2)
 
     def control(self, option):
-        subprocess.run(["callgrind_control", option, str(self.proc.pid)], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        done = subprocess.run(["callgrind_control", option, str(self.proc.pid)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError("callgrind_control %s failed: %s" % (option, done.stderr.strip() or done.stdout))
 
     def instructions_of(self, cycle, n):
         """Instructions per call of cycle(i), over calls warm-up .. warm-up + n."""
@@ -142,20 +150,21 @@ class Server:
         before = set(glob.glob(self.out + "*"))
         self.control("--dump")
         deadline = time.monotonic() + 30
-        while not set(glob.glob(self.out + "*")) - before:
-            if time.monotonic() > deadline:
-                raise RuntimeError("callgrind wrote no dump")
+        while time.monotonic() < deadline:  # the dump's last line, "totals:", ends its writing
+            for dump in set(glob.glob(self.out + "*")) - before:
+                for line in open(dump):
+                    if line.startswith("totals:"):
+                        return int(line.split()[1]) / n
             time.sleep(0.05)
-        (dump,) = set(glob.glob(self.out + "*")) - before
-        time.sleep(0.2)  # let callgrind finish writing it
-        for line in open(dump):
-            if line.startswith(("summary:", "totals:")):
-                return int(line.split()[1]) / n
-        raise RuntimeError("no totals in " + dump)
+        raise RuntimeError("callgrind wrote no dump with totals within 30 s")
 
     def stop(self):
         self.proc.terminate()
-        self.proc.wait()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -222,6 +231,9 @@ def main():
     for tool in ("valgrind", "callgrind_control", "redis-server"):
         if not shutil.which(tool):
             sys.exit("instructions.py: %s is not installed (apt-get install valgrind redis-server)" % tool)
+    # A timeout's SIGTERM ends the run through the finally below (server and
+    # directory removed), not in the middle of it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("instructions.py: terminated"))
     server = Server()
     try:
         server.conn("FUNCTION", "LOAD", library(args.lua))

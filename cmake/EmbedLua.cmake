@@ -5,6 +5,8 @@
 # - the function library loaded by FUNCTION LOAD: one line "#!lua name=<name>",
 #   lib.lua, then each operation's text as the body of a function(KEYS, ARGV);
 # - the table kScripts of them all (name, source, sha, function) in SCRIPTS order.
+# bench/instructions.py joins the library from lua/ the same way (operations,
+# flags): keep the two alike.
 # Library and function names carry the first 16 hex digits (lower case) of
 # the SHA1 of the whole library text, written with "@TAG@" in their place: a
 # library that differs in anything (scripts, flags, names) is another
