@@ -46,7 +46,7 @@ if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue(now) then  -- Fas
 end
 inflate(now)
 prune(now, true)  -- deep: also entries with corrupt far deadlines
--- Dead heads leave first: fill then reaches a live waiter behind up to 200
+-- Dead heads leave first: fill then reaches a live waiter behind up to 199
 -- dead ones when a permit is free (the other way round, one that drop_dead_heads
 -- brought to the head would wait, permit free, for the next call).
 drop_dead_heads(now)

@@ -270,19 +270,19 @@ TEST_F(Versions, AVersion4ClientCarriesABusyVersion3QueueOn) {
   EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
 }
 
-// Not only acquire: whichever writing script comes first upgrades the name,
-// also when it issues no ticket (next_ticket writes "v" as well).
 // A version 3 waiter whose w deadline is corrupt (far beyond any lease: only
 // tampering writes one) counts as expired in the move, as everywhere: it
 // must not stand for its live sibling, which is then granted.
 TEST_F(Versions, TheMoveOfWIgnoresACorruptSiblingDeadline) {
-  busy_v3_queue();
+  ASSERT_NO_FATAL_FAILURE(busy_v3_queue());
   ASSERT_EQ(server().cmd({"ZADD", keys.w, "XX", "CH", "1e300", a4}), "1");
   EXPECT_EQ(release(v4_release, 1), "1");              // upgrades, then hands the lock to a2
   EXPECT_EQ(w_entries()[proc(kCidA)], deadlines[a2]);  // a2's deadline, not the corrupt one
   EXPECT_EQ(lines(server().cmd({"ZRANGE", keys.h, "0", "-1"})), std::vector<std::string>{a2});
 }
 
+// Not only acquire: whichever writing script comes first upgrades the name,
+// also when it issues no ticket (next_ticket writes "v" as well).
 TEST_F(Versions, EveryWritingVersion4ScriptUpgradesABusyVersion3Name) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"release", {a1, "1"}}, {"cancel", {b3, "1"}}, {"evict", {a2, "1"}}, {"heartbeat", {"1", "20000", b3, "10000"}}};

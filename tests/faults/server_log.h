@@ -11,7 +11,9 @@
 //   - a waiter is removed from q without being granted only by its own
 //     cancel (or an evict) or once the liveness deadline of its process has
 //     passed (w: process -> deadline, protocol version 4; a live waiter is
-//     never skipped); a holder (in h or inline) is removed only by its own
+//     never skipped), and a process leaves w only once its deadline has
+//     passed (its waiters stay in q: a later script could not judge them); a
+//     holder (in h or inline) is removed only by its own
 //     release or once its deadline has passed (a grant never moves on
 //     early); moving the inline holder into h and g with its fence (inflate)
 //     is neither a removal nor a new grant;
