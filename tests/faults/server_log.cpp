@@ -667,8 +667,9 @@ void ServerLog::check_permits(const std::string& name, const NameState& st, cons
 // a deadline beyond now + 2^31-1 ms is corrupt, which only tampering writes.)
 void ServerLog::check_w_removal(std::int64_t ts, const std::string& name, const std::string& entry, double deadline) {
   if (entry.find(':') != std::string::npos) return;
-  const auto ts_ms = static_cast<double>(ts / 1000);  // whole ms, floored on purpose
-  if (deadline > ts_ms && deadline <= ts_ms + 2147483647.0) {
+  const auto ts_ms = ts / 1000;  // whole ms, floored on purpose
+  const auto now = static_cast<double>(ts_ms);
+  if (deadline > now && deadline <= now + 2147483647.0) {
     violation(name + ": live process " + entry + " (live until " + fmt(deadline) + ") removed from w by " + kind_ +
               " at " + std::to_string(ts / 1000));
   }
