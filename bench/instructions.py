@@ -170,7 +170,7 @@ class Server:
 
 def keys(name):
     base = "fairlock:{%s}:" % name
-    return [base + k for k in ("q", "w", "h", "g", "seq")]
+    return [base + k for k in ("q", "w", "h", "g", "seq", "o")]
 
 
 def member(i):
@@ -180,8 +180,8 @@ def member(i):
 def uncontended_pair(conn):
     def cycle(i):
         k, m = keys("idle%d" % (i % 64)), member(i)
-        replies = conn.pipeline([["FCALL", "fl_acquire", 5] + k + [m, 1, 30000, 5000, "f"],
-                                 ["FCALL", "fl_release", 5] + k + [m, 1]])
+        replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [m, 1, 30000, 5000, "f"],
+                                 ["FCALL", "fl_release", 6] + k + [m, 1]])
         if replies != [[1, replies[0][1]], 1]:
             raise RuntimeError("uncontended pair: %r" % replies)
     return cycle
@@ -192,7 +192,7 @@ def contended_grant(conn):
     queue = []
 
     def acquire(m):
-        return conn(*(["FCALL", "fl_acquire", 5] + k + [m, 1, 30000, 5000, "f"]))
+        return conn(*(["FCALL", "fl_acquire", 6] + k + [m, 1, 30000, 5000, "f"]))
 
     holder = member(10**9)
     if acquire(holder)[0] != 1:
@@ -204,8 +204,8 @@ def contended_grant(conn):
     def cycle(i):
         nonlocal holder
         queue.append(member(i))
-        replies = conn.pipeline([["FCALL", "fl_acquire", 5] + k + [queue[-1], 1, 30000, 5000, "f"],
-                                 ["FCALL", "fl_release", 5] + k + [holder, 1]])
+        replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [queue[-1], 1, 30000, 5000, "f"],
+                                 ["FCALL", "fl_release", 6] + k + [holder, 1]])
         if replies[0][0] != 0 or replies[1] != 1:
             raise RuntimeError("contended grant: %r" % replies)
         holder = queue.pop(0)

@@ -1,6 +1,6 @@
 -- acquire: join the queue (or take a free permit), or report the caller's state.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
 -- ARGV: 1 member        "<m><cid>:<token>"
 --       2 permits       1 .. 1000000; must match the name's stored permits
 --       3 lease_ms      lease of a grant made in this call (1 .. 2^31-1)
@@ -15,7 +15,7 @@
 --   {1, fence}                    granted (now, earlier by handoff, or a retry
 --                                 of a grant already held: same fence; the
 --                                 deadline becomes now + lease_ms, or stays
---                                 if a grant in h already lasts longer)
+--                                 if the grant already lasts longer)
 --   {0, ticket, position, next}   queued; position is 0-based in q (waiters
 --                                 of a dead process count until they leave);
 --                                 next = ms until the earliest holder deadline
@@ -43,26 +43,28 @@ if mode ~= 'q' and mode ~= 't' and mode ~= 'f' then return fail('BADARG', 'mode 
 local now = now_ms()
 err = read_record(now)
 if err then return err end
--- Fast path: the name is uncontended, its holder (if any) kept inline.
-local owner, fence = inline_holder(now)
-if owner == member and not has_queue(now) then  -- a retry of a grant held: same fence, new deadline
-  redis.call('HSET', SEQ, 'd', format('%d', now + lease))
-  return {1, fence}
-end
-local owner_permits = owner and valid_permits(R.p)
--- (A holder beside the queue is forged: inflate drops it, and the stored
--- permits and the caller's state are read below instead.)
-if owner_permits and owner_permits ~= permits and not has_queue(now) then return fail('PERMITS', R.p) end
-if owner and mode == 't' and permits == 1 and not has_queue(now) then return {-1} end  -- held: no free permit
-if not owner and not has_queue(now) then  -- idle: grant inline
-  local t = ticket_after(now)
-  redis.call('HSET', SEQ, 'v', VERSION, 's', format('%d', t), 'o', member,
-             'd', format('%d', now + lease), 't', format('%d', now), 'p', format('%d', permits))
-  -- An x left by keys that expired at it (no call ran since) must go: an
-  -- inline holder never stands beside a live x (has_queue would take it as
-  -- forged if the clock stepped back).
-  if R.x then redis.call('HDEL', SEQ, 'x') end
-  return {1, t}
+-- Fast path: the name is uncontended, its holder (if any) kept inline in o.
+local fence
+if not has_queue(now) then
+  local owner, owner_fence, owner_permits = inline_holder()
+  if not owner then  -- idle (or o unreadable, tampered: replaced): grant inline
+    local t = ticket_after(now)
+    local text = format('%d', t)
+    redis.call('HSET', SEQ, 'v', VERSION, 's', text)
+    grant_inline(member, text, ARGV[2], format('%d', now), ARGV[3])  -- (int_arg: canonical digits)
+    -- A permit count and x left by keys that expired at x (no call ran
+    -- since) must go: an inline holder never stands beside a live x (the
+    -- structure's permits are its own).
+    if R.p or R.x then redis.call('HDEL', SEQ, 'p', 'x') end
+    return {1, t}
+  end
+  if owner == member then  -- a retry of a grant held: same fence, renewed (never shortened)
+    renew_inline(now, lease)
+    return {1, owner_fence}
+  end
+  if owner_permits ~= permits then return fail('PERMITS', format('%d', owner_permits)) end
+  -- Held, no permit free; unless o's expiry is forged (inflate drops it).
+  if mode == 't' and permits == 1 and inline_deadline(now) then return {-1} end
 end
 inflate(now)
 prune_holders(now)

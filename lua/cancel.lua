@@ -1,6 +1,6 @@
 -- cancel: leave the queue (timeout, cancellation).
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
 -- ARGV: 1 member    "<m><cid>:<token>"
 --       2 permits   1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 -- Returns: {1}        the member was in the queue (even past its liveness
@@ -17,16 +17,18 @@ if not member then return err end
 local now = now_ms()
 err = read_record(now)
 if err then return err end
-local owner, fence = inline_holder(now)
-if owner == member and not has_queue(now) then return {2, fence} end
-inflate(now)
+if not has_queue(now) then  -- Fast path: nobody waits; the member holds inline, or nothing
+  local owner, fence = inline_holder()
+  if owner == member then return {2, fence} end
+  return {0}
+end
 local result
 -- (w is its process's: it stays while the process lives.)
 if zrem(Q, member) == 1 then result = {1} end
 prune(now)
 fill(now, stored_permits(permits))
 if not result then
-  fence = holder_fence(member, now)
+  local fence = holder_fence(member, now)
   if fence then
     result = {2, fence}
   else

@@ -1,7 +1,7 @@
 -- evict: the operator's way to remove a wedged holder or waiter by member.
 -- The freed permit goes to the next live waiter in the same step.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
 -- ARGV: 1 member    "<m><cid>:<token>" as shown by inspect
 --       2 permits   1 .. 1000000 (used only if no valid count is stored)
 -- Returns: 1 a holder was removed; 2 a waiter was removed; 0 not found
@@ -15,11 +15,12 @@ if not member then return err end
 local now = now_ms()
 err = read_record(now)
 if err then return err end
-if R.o == member and not queue_by_x(now) then  -- the uncontended holder, kept inline
-  drop_inline()
+-- The inline holder, even one forged beside the queue structure.
+if inline_held_by(member) then
+  redis.call('DEL', O)
   return 1
 end
-inflate(now)
+if not has_queue(now) then return 0 end
 local result = 0
 -- Not drop_holder: g is touched only if h held the member (no extra
 -- command for a miss). A waiter leaves q only: w is its process's.

@@ -1,7 +1,7 @@
 -- heartbeat: keep one process's waiters and holders of one name alive, in
 -- one call, and tell the process what became of each of them.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
 -- ARGV: 1 permits       1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 --       2 liveness_ms   1 .. 2^31-1; the process's new liveness deadline (w)
 --       3.. pairs       member, lease_ms (1 .. 2^31-1), zero or more pairs,
@@ -9,7 +9,7 @@
 --                       one of them waits, the process's liveness deadline
 --                       (w) becomes now + liveness_ms; a holding member's
 --                       deadline becomes now + lease_ms, or stays if a grant
---                       in h already lasts longer (this is also how a
+--                       already lasts longer (this is also how a
 --                       handed-off grant becomes a full lease)
 -- Returns: a flat array, two entries per pair, in order:
 --   1, position   still waiting, 0-based position in q
@@ -39,12 +39,24 @@ end
 local now = now_ms()
 err = read_record(now)
 if err then return err end
-local owner, owner_fence = inline_holder(now)
-if owner and #ARGV == 4 and ARGV[3] == owner and not has_queue(now) then  -- Fast path: the uncontended holder
-  redis.call('HSET', SEQ, 'd', format('%d', now + tonumber(ARGV[4])))
-  return {2, owner_fence}
+local out = {}
+local function report(status, value)
+  out[#out + 1] = status
+  out[#out + 1] = value
 end
-inflate(now)
+-- Fast path: no queue structure, so each member holds inline or is gone.
+if not has_queue(now) then
+  local owner, owner_fence = inline_holder()
+  for i = 3, #ARGV, 2 do
+    if ARGV[i] == owner then
+      renew_inline(now, tonumber(ARGV[i + 1]))
+      report(2, owner_fence)
+    else
+      report(0, 0)
+    end
+  end
+  return out
+end
 prune(now, true)  -- deep: also entries with corrupt far deadlines
 -- Dead heads leave first: fill then reaches a live waiter behind up to 199
 -- dead ones when a permit is free (the other way round, one that drop_dead_heads
@@ -52,12 +64,7 @@ prune(now, true)  -- deep: also entries with corrupt far deadlines
 drop_dead_heads(now)
 fill(now, stored_permits(permits))
 
-local out = {}
 local horizon = nil  -- the latest deadline written
-local function report(status, value)
-  out[#out + 1] = status
-  out[#out + 1] = value
-end
 -- The process's liveness as it stood before this call: once it ran out, its
 -- waiters are gone for good (the process was declared dead).
 local alive = proc and waiter_deadline(ARGV[3], now)

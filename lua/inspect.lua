@@ -1,10 +1,10 @@
 -- inspect: the state of one name, read in one atomic step. Changes nothing.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
 -- ARGV: 1 limit   how many waiters to list, from the head (0 .. 100000)
 -- Returns: {now_ms, permits, last_ticket, holder_count, waiter_count,
 --           holders, waiters}
---   permits      the stored permit count, or 0 when the name is idle
+--   permits      the stored permit count (an inline holder's, when held inline), or 0 when the name is idle
 --   last_ticket  the fence counter (0 if never used)
 --   holder_count ZCARD h (plus 1 for an inline holder), waiter_count ZCARD q
 --                (expired entries included)
@@ -45,7 +45,8 @@ local function add_holder(member, fence, since, deadline)
   holders[#holders + 1] = since and ms(now - tonumber(since)) or -1
   holders[#holders + 1] = ms((tonumber(deadline) or now) - now)
 end
-if R.o then add_holder(R.o, R.s, tonumber(R.t) and R.t, R.d) end  -- the inline holder
+local o = inline_entry()
+if o then add_holder(o.member or '?', o.fence, o.since, inline_deadline(now)) end  -- the inline holder
 local h = redis.call('ZRANGE', H, '0', '-1', 'WITHSCORES')
 for i = 1, #h, 2 do
   local v = redis.call('HGET', G, h[i]) or ''
@@ -66,6 +67,6 @@ if limit > 0 then
   end
 end
 
-local permits = valid_permits(R.p) or 0
-return {now, permits, fence_or_0(tonumber(R.s)), redis.call('ZCARD', H) + (R.o and 1 or 0),
+local permits = valid_permits(R.p) or (o and o.permits) or 0
+return {now, permits, fence_or_0(tonumber(R.s)), redis.call('ZCARD', H) + (o and 1 or 0),
         redis.call('ZCARD', Q), holders, waiters}

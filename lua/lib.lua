@@ -15,13 +15,14 @@
 --   KEYS[4] P:{N}:g    HASH  holder member -> "<fence>:<granted ms>"
 --   KEYS[5] P:{N}:seq  HASH  the name's record (never deleted):
 --     "v" protocol version (VERSION), "s" the last ticket issued; while the
---     name is in use "p" its permit count, and while it has a queue
---     structure "x" the expiry time set on q, w, h and g (see cleanup; if
---     the keys expire at x, p and x stay until the name's next call); an
---     uncontended holder kept inline: "o" its member, "d" its grant deadline
---     (ms), "t" when it was granted (ms); its fence is "s". The inline
---     holder exists only while q, h and g do not: the first call that
---     needs them moves it into h and g (inflate).
+--     name has a queue structure "p" its permit count and "x" the expiry
+--     time set on q, w, h and g (see cleanup; if the keys expire at x, p
+--     and x stay until the name's next call)
+--   KEYS[6] P:{N}:o    STRING the uncontended holder, kept inline:
+--     "<member> <fence> <permits> <granted ms>", expiring at its grant
+--     deadline (PX). Its fence is the record's "s". It exists only while q,
+--     h and g do not: the first call that needs them moves it into h and g
+--     (inflate).
 -- While a name is busy its keys expire some seconds after the last deadline
 -- they hold; when it goes idle they are deleted.
 -- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
@@ -40,7 +41,7 @@
 -- so the first call binds them (begin).
 local format, find, sub, match, floor, min, max, tonumber, ipairs, unpack
 
-local Q, W, H, G, SEQ     -- this call's keys (begin)
+local Q, W, H, G, SEQ, O  -- this call's keys (begin)
 local ARGS = {}          -- this call's ARGV (begin)
 local PRUNE_LIMIT = '100' -- expired entries removed per structure per call (a string: above)
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
@@ -49,8 +50,11 @@ local fresh = {}         -- the keys (q, w, h) this call created: they need thei
 local moved_deadline = nil -- the deadline of a holder this call moved into h (inflate, cleanup)
 local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
-local VERSION = '4'       -- the protocol version this script set speaks (the record's "v")
-local R = {}              -- the record as this call knows it (read_record, record_set): s, o, d, t, p, x
+local VERSION = '5'       -- the protocol version this script set speaks (the record's "v")
+local R = {}              -- the record as this call knows it (read_record, record_set): s, p, x
+local inline_text = nil   -- o's value as this call read it (inline_value), false if none
+local inline = nil        -- the same, parsed (inline_entry): a table, or false if none
+local queue = nil         -- the name has its queue structure (has_queue; nil until asked)
 local cards = {}          -- ZCARD of h and q as this call knows them (card, zadd, zrem)
 local h_first = nil       -- h's earliest entry {member, deadline} as this call knows it ({} if
                           -- h is empty; nil until read, and again after any change of h)
@@ -61,19 +65,19 @@ local w_by_member = false -- w is still keyed by member (an older version's, rea
 -- Starts a call: every operation script runs `begin(KEYS, ARGV)` first. It
 -- takes the keys and arguments and resets every per-call value above, so
 -- the same text also works as a function library (the values then outlive
--- a call). Returns an error reply unless there are 5 keys.
+-- a call). Returns an error reply unless there are 6 keys.
 local function begin(keys, args)
-  if #keys ~= 5 then
-    return redis.error_reply('FLBADARG expected 5 keys (q w h g seq), got ' .. #keys)
+  if #keys ~= 6 then
+    return redis.error_reply('FLBADARG expected 6 keys (q w h g seq o), got ' .. #keys)
   end
   if not format then
     format, find, sub, match = string.format, string.find, string.sub, string.match
     floor, min, max, tonumber, ipairs, unpack = math.floor, math.min, math.max, _G.tonumber, _G.ipairs, _G.unpack
   end
-  Q, W, H, G, SEQ = keys[1], keys[2], keys[3], keys[4], keys[5]
+  Q, W, H, G, SEQ, O = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
   ARGS = args
   fresh, moved_deadline, R, cards, h_first = {}, nil, {}, {}, nil
-  livenesses, w_by_member = nil, false
+  livenesses, w_by_member, inline_text, inline, queue = nil, false, nil, nil, nil
   return nil
 end
 
@@ -104,9 +108,11 @@ end
 
 local function int_arg(i, lo, hi, what)
   local s = ARGS[i]
-  -- Digits only: tonumber alone would accept "1\0", "0x10", " 5" or "1e3".
-  -- (Then s + 0, not tonumber: it converts once, tonumber twice.)
-  local v = s and #s <= 16 and find(s, '^%-?%d+$') and s + 0
+  -- Digits only, without leading zeros: tonumber alone would accept "1\0",
+  -- "0x10", " 5" or "1e3", and the text can go on to Redis as it is (a
+  -- lease as PX; Redis refuses "010"). (Then s + 0, not tonumber: it
+  -- converts once, tonumber twice.)
+  local v = s and #s <= 16 and (find(s, '^%-?[1-9]%d*$') or s == '0') and s + 0
   if not v or v < lo or v > hi then
     return nil, fail('BADARG', what .. ' must be an integer in [' .. lo .. ', ' .. hi .. ']')
   end
@@ -444,20 +450,99 @@ local function next_ticket(now, permits)
   return t
 end
 
--- A record of version 1 or 2 in version 3's layout, written back unless
--- `readonly`. Versions 1 and 2 kept q, w, h and g's holder fields exactly as
--- version 3 does, so their queue carries on; but they kept the permit count
--- and x in g (fields "permits" and "x"): those move into the record.
--- Version 1's record was a STRING holding the last ticket (r = {'1', last}).
--- Older clients then fail on the name (versions 2 and 3: FLVERSION; version
--- 1: WRONGTYPE at its next ticket) instead of running a second queue.
-local function upgrade_record(r, readonly)
+-- The record's x is still ahead: the queue structure (q, h or g) exists,
+-- known without a read. cleanup sets x whenever the structure is made, the
+-- keys expire at x, and x is deleted when the name goes idle (drop_queue) or
+-- is granted inline (an x left behind by keys that expired with it).
+local function queue_by_x(now)
+  return live_deadline(tonumber(R.x), now)
+end
+
+-- The name has its queue structure: q, h or g exists. Without a live x
+-- (lost, or passed with the keys) EXISTS decides. Asked before the call
+-- changes anything, so the answer is kept for the call.
+local function has_queue(now)
+  if queue == nil then queue = queue_by_x(now) or redis.call('EXISTS', Q, H, G) > 0 end
+  return queue
+end
+
+-- o's value, read once per call (false: no o).
+local function inline_value()
+  if inline_text == nil then inline_text = redis.call('GET', O) or false end
+  return inline_text
+end
+
+-- o is held by `member`: its value begins "<member> ". A release needs no
+-- more (parsing the value would cost its fast path a fifth).
+local function inline_held_by(member)
+  local v = inline_value()
+  return v and sub(v, 1, #member + 1) == member .. ' '
+end
+
+-- o as stored: {member, fence, permits, since} (numbers but the member; a
+-- part that does not parse, tampered, is nil), or false.
+local function inline_entry()
+  if inline == nil then
+    local v = inline_value()
+    inline = false
+    if v then
+      local m, f, p, t = match(v, '^([pkn][0-9a-f]+:[0-9a-f]+) (%d+) (%d+) (%d+)$')
+      inline = {member = m, fence = tonumber(f), permits = valid_permits(p), since = tonumber(t)}
+    end
+  end
+  return inline
+end
+
+-- The inline holder if it can prove its grant: member, fence, permits; nil
+-- otherwise. (It is live: o expires at its deadline.)
+local function inline_holder()
+  local e = inline_entry()
+  if e and e.member and valid_fence(e.fence) and e.permits then return e.member, e.fence, e.permits end
+  return nil
+end
+
+-- The inline holder's grant deadline: now + o's PTTL, unless that is
+-- beyond what a caller could have asked for (a key made to live forever, or
+-- longer: tampered); nil then.
+local function inline_deadline(now)
+  local e = inline_entry()
+  if e and e.deadline then return e.deadline end  -- an older version's, read only (upgrade_inline)
+  local ttl = redis.call('PTTL', O)
+  if ttl > 0 and ttl <= MAX_MS then return now + ttl end
+  return nil
+end
+
+-- An inline grant's deadline becomes now + lease, unless it is later
+-- already (as renew_grant; o's expiry is the deadline). An o without an
+-- expiry (tampered) gets one. (Not PEXPIREAT's GT option: it needs Redis 7,
+-- and renewing an inline grant is off the per-grant path.)
+local function renew_inline(now, lease)
+  if redis.call('PTTL', O) < lease then redis.call('PEXPIREAT', O, format('%d', now + lease)) end
+end
+
+-- Grants `member` the name inline: o = "<member> <fence> <permits> <since>"
+-- expiring in `ttl` ms (all four numbers as text).
+local function grant_inline(member, fence, permits, since, ttl)
+  local value = member .. ' ' .. fence .. ' ' .. permits .. ' ' .. since
+  redis.call('SET', O, value, 'PX', ttl)
+  return value
+end
+
+-- A record of version 1 or 2 in version 3's layout (R, as read_record
+-- read it), written back unless `readonly`. Versions 1 and 2 kept q, w, h
+-- and g's holder fields exactly as version 3 does, so their queue carries
+-- on; but they kept the permit count and x in g (fields "permits" and
+-- "x"): those move into the record. Version 1's record was a STRING holding
+-- the last ticket. Older clients then fail on the name (versions 2 to 4:
+-- FLVERSION; version 1: WRONGTYPE at its next ticket) instead of running a
+-- second queue.
+local function upgrade_record(old, readonly)
   local g = redis.pcall('HMGET', G, 'permits', 'x')
-  local permits, x = (not g.err) and g[1] or r[6], (not g.err) and g[2] or nil
+  local permits, x = (not g.err) and g[1] or R.p, (not g.err) and g[2] or nil
   if not readonly then
-    if r[1] == '1' then redis.call('DEL', SEQ) end
+    if old == '1' then redis.call('DEL', SEQ) end
     local fields = {'v', VERSION}
-    for _, f in ipairs({{'s', r[2]}, {'p', permits}, {'x', x}}) do
+    for _, f in ipairs({{'s', R.s}, {'p', permits}, {'x', x}}) do
       if f[2] then
         fields[#fields + 1] = f[1]
         fields[#fields + 1] = f[2]
@@ -466,7 +551,7 @@ local function upgrade_record(r, readonly)
     redis.call('HSET', SEQ, unpack(fields))
     if g[1] or g[2] then redis.call('HDEL', G, 'permits', 'x') end
   end
-  return {VERSION, r[2], r[3], r[4], r[5], permits, x}
+  R.p, R.x = permits, x
 end
 
 -- Versions 1 to 3 kept a w entry per waiter (member -> deadline); version 4
@@ -493,86 +578,79 @@ local function upgrade_w(readonly, now)
   for i = 1, #members, 1000 do zrem(W, unpack(members, i, min(i + 999, #members))) end
 end
 
+-- Versions 2 to 4 kept the inline holder in the record: "o" its member,
+-- "d" its grant deadline (ms), "t" when it was granted (ms), its permits in
+-- "p" and its fence in "s". It moves into o, the same grant, if it is live
+-- and the name has no queue structure (beside one it was forged, and those
+-- versions dropped it too); the record keeps no permit count while idle.
+-- Read only (inspect), it becomes this call's o entry as it stands.
+local function upgrade_inline(now, readonly)
+  local f = redis.call('HMGET', SEQ, 'o', 'd', 't')
+  if not f[1] then return end
+  local fence, deadline, permits, since = tonumber(R.s), tonumber(f[2]), valid_permits(R.p), tonumber(f[3])
+  if readonly then
+    inline = {member = f[1], fence = fence, permits = permits, since = since, deadline = deadline or now}
+    return
+  end
+  local idle = not has_queue(now)
+  if idle then
+    redis.call('HDEL', SEQ, 'o', 'd', 't', 'p')
+    R.p = nil
+  else
+    redis.call('HDEL', SEQ, 'o', 'd', 't')
+  end
+  if not (idle and live_deadline(deadline, now) and valid_fence(fence) and permits) then return end
+  if not (since and since == floor(since) and since >= 0 and since <= now) then since = now end
+  inline_text = grant_inline(f[1], format('%d', fence), format('%d', permits), format('%d', since),
+                             format('%d', deadline - now))
+  inline = nil  -- parsed from inline_text when asked
+end
+
 -- Reads the record into R; every script does this first (the read it needs
 -- anyway checks the version). Returns an error reply on a version these
 -- scripts do not know; an older one is upgraded first.
 local function read_record(now, readonly)
-  local r = redis.pcall('HMGET', SEQ, 'v', 's', 'o', 'd', 't', 'p', 'x')
+  local r = redis.pcall('HMGET', SEQ, 'v', 's', 'p', 'x')
   if r.err and not find(r.err, 'WRONGTYPE', 1, true) then return redis.error_reply(r.err) end
   if r.err then  -- version 1: a STRING counter
     local last = redis.call('TYPE', SEQ).ok == 'string' and redis.call('GET', SEQ) or nil
     r = {'1', valid_fence(tonumber(last)) and last or nil}
   end
   local old = r[1]
-  if old == '1' or old == '2' then r = upgrade_record(r, readonly) end
-  if old == '1' or old == '2' or old == '3' then
-    upgrade_w(readonly, now)
-    if old == '3' and not readonly then redis.call('HSET', SEQ, 'v', VERSION) end
-    r[1] = VERSION
-  end
-  if r[1] and r[1] ~= VERSION then
-    return fail('VERSION', r[1] .. ': this name is kept by protocol version ' .. r[1] ..
+  R = {s = r[2], p = r[3], x = r[4]}
+  if not old or old == VERSION then return nil end
+  if old ~= '1' and old ~= '2' and old ~= '3' and old ~= '4' then
+    return fail('VERSION', old .. ': this name is kept by protocol version ' .. old ..
                 ', these scripts speak version ' .. VERSION)
   end
-  R = {s = r[2], o = r[3], d = r[4], t = r[5], p = r[6], x = r[7]}
+  if old == '1' or old == '2' then upgrade_record(old, readonly) end
+  if old ~= '4' then upgrade_w(readonly, now) end
+  if old ~= '1' then upgrade_inline(now, readonly) end
+  if (old == '3' or old == '4') and not readonly then redis.call('HSET', SEQ, 'v', VERSION) end
   return nil
 end
 
--- The inline holder if it is live and can prove its fence: member, fence,
--- deadline; nil otherwise.
-local function inline_holder(now)
-  if not R.o then return nil end
-  local deadline, fence = tonumber(R.d), tonumber(R.s)
-  if live_deadline(deadline, now) and valid_fence(fence) then return R.o, fence, deadline end
-  return nil
-end
-
--- The record's x is still ahead: the queue structure (q, h or g) exists,
--- known without a read. cleanup sets x whenever the structure is made, the
--- keys expire at x, and x is deleted when the name goes idle (drop_queue) or
--- is granted inline (an x left behind by keys that expired with it).
-local function queue_by_x(now)
-  return live_deadline(tonumber(R.x), now)
-end
-
--- The name has its queue structure: q, h or g exists. Without a live x
--- (lost, or passed with the keys) EXISTS decides. An inline holder is never
--- there beside the structure but by tampering, so then it is not trusted.
-local function has_queue(now)
-  return queue_by_x(now) or redis.call('EXISTS', Q, H, G) > 0
-end
-
--- Forgets the inline holder (released, expired, evicted or moved), and
--- the permit count unless `keep_permits` (a move: it is the queue's now).
-local function drop_inline(keep_permits)
-  if keep_permits then
-    redis.call('HDEL', SEQ, 'o', 'd', 't')
-  else
-    redis.call('HDEL', SEQ, 'o', 'd', 't', 'p')
-    R.p = nil
-  end
-  R.o = nil
-end
-
--- Contention begins (or a call needs h and g): a live inline holder moves
--- into h and g with its fence and deadline; an expired one is dropped, and
--- so is one found beside the queue (forged). Every script runs this before
--- it touches q, w, h or g, so the two holder forms never meet.
+-- Contention begins: a live inline holder moves into h and g with its
+-- fence, deadline and grant time, and its permit count into the record;
+-- one that cannot prove its grant is dropped. acquire runs this before it
+-- touches q, w, h or g (the other scripts find nothing to do without the
+-- queue structure), so the two holder forms never meet. Beside the
+-- structure o is never there but by tampering: it is not read then, no
+-- grant counts it, and drop_queue deletes it when the name goes idle.
 local function inflate(now)
-  if not R.o then return end
-  if has_queue(now) then
-    drop_inline(true)
-    return
-  end
-  local member, fence, deadline = inline_holder(now)
-  local since = tonumber(R.t)
-  if not (since and since == floor(since) and since >= 0 and since <= now) then since = now end
-  drop_inline(true)  -- cleanup drops the permit count if the name stays idle
-  if not member then return end
+  if has_queue(now) or not inline_entry() then return end
+  local member, fence, permits = inline_holder()
+  local deadline = member and inline_deadline(now)
+  local since = inline.since
+  if not (since and since <= now) then since = now end
+  redis.call('DEL', O)
+  inline_text, inline = false, false
+  if not deadline then return end
   fresh[H] = true
   moved_deadline = deadline
   zadd(H, deadline, member)
   redis.call('HSET', G, member, format('%d:%d', fence, since))
+  record_set('p', format('%d', permits))
 end
 
 -- The latest deadline in h and w, or now if none is later (a repair
@@ -588,9 +666,9 @@ local function last_deadline(now)
 end
 
 -- The name goes idle (q is empty, h is empty or about to be): h, g and w
--- go, with the record's permit count and x.
+-- go (and o: see inflate), with the record's permit count and x.
 local function drop_queue()
-  redis.call('DEL', H, G, W)
+  redis.call('DEL', H, G, W, O)
   if R.p or R.x then
     redis.call('HDEL', SEQ, 'p', 'x')
     R.p, R.x = nil, nil

@@ -1,7 +1,7 @@
 -- release: give up a grant, by owner check, and hand the permit to the next
 -- live waiter in the same step.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
 -- ARGV: 1 member    "<m><cid>:<token>"
 --       2 permits   1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 -- Returns: 1 released; 0 the member held no live grant (never held, released
@@ -13,18 +13,23 @@ if bad_keys then return bad_keys end
 local member, permits, err = member_and_permits()
 if not member then return err end
 
+-- Fast path: the uncontended holder, kept inline. o exists only under this
+-- version, and only while the name has no queue structure (but by
+-- tampering: then this releases what was forged), so neither the record
+-- nor the time is needed.
+local function release_inline()
+  if not inline_held_by(member) then return false end
+  redis.call('DEL', O)
+  return true
+end
+if release_inline() then return 1 end
 local now = now_ms()
 err = read_record(now)
 if err then return err end
--- (An inline holder beside a live x is forged: inflate drops it, keeping
--- the queue's permit count, and the member is looked up in h.)
-if R.o == member and not queue_by_x(now) then  -- Fast path: the uncontended holder, kept inline
-  local live = inline_holder(now)
-  drop_inline()
-  if live then return 1 end
-  return 0
-end
-inflate(now)
+if release_inline() then return 1 end  -- an older version's, moved into o just now
+-- Without the queue structure the member holds nothing (o is another's,
+-- or its grant expired with o).
+if not has_queue(now) then return 0 end
 -- A grant past its deadline is not released, it was lost (holder_deadline
 -- removes it).
 local released = holder_deadline(member, now) and 1 or 0

@@ -77,6 +77,7 @@ Keys::Keys(std::string_view prefix, std::string_view name) {
   h = base + "h";
   g = base + "g";
   seq = base + "seq";
+  o = base + "o";
 }
 
 std::string random_hex(std::size_t bytes) {
@@ -292,7 +293,7 @@ std::string key_pattern(std::string_view prefix, std::string_view pattern) {
 }
 
 // The name of a key "<prefix>:{<name>}:<suffix>" whose suffix is g (a busy
-// name) or seq (its record, which may keep a holder inline); "" otherwise.
+// name) or seq (its record, beside any holder kept inline); "" otherwise.
 std::string name_of_record_key(std::string_view key, std::string_view prefix) {
   const std::string head = std::string(prefix) + ":{";
   if (key.substr(0, head.size()) != head) return "";
@@ -326,11 +327,13 @@ long long server_ms(const redisReply& time) {
   return reply_integer(reply_at(time, 0)) * 1000 + reply_integer(reply_at(time, 1)) / 1000;
 }
 
-// 1 if the record's inline holder is live at `now_ms` (from HGET seq d),
-// else 0: no inline holder, a version 1 record (a string: WRONGTYPE), a
-// holder whose process died (it stays in the record until the name's next
-// call), or a garbage deadline.
-std::size_t live_inline_holder(const redisReply& deadline, long long now_ms) {
+// 1 if a live inline holder is kept in o (EXISTS o: it expires with the
+// grant), or, on a name an older version keeps, in the record (HGET seq d:
+// live at `now_ms`); else 0. Not a holder: a version 1 record (a string:
+// WRONGTYPE), an older record's holder whose process died (it stays until
+// the name's next call), or a garbage deadline.
+std::size_t live_inline_holder(const redisReply& o_exists, const redisReply& deadline, long long now_ms) {
+  if (reply_integer(o_exists) > 0) return 1;
   if (reply_error(deadline).rfind("WRONGTYPE", 0) == 0 || is_nil(deadline)) return 0;
   if (is_error(deadline)) throw_reply_error(deadline, "list");
   const std::optional<long long> d = reply_integer_if(deadline);  // garbage: no live holder
@@ -338,7 +341,7 @@ std::size_t live_inline_holder(const redisReply& deadline, long long now_ms) {
 }
 
 // Holders and waiters of each name: h and q's sizes, plus a live holder kept
-// inline in the record.
+// inline.
 std::vector<NameSummary> count_names(Server& server, std::string_view prefix, std::vector<std::string> names) {
   std::vector<Keys> keys;  // Argv refers to these strings
   keys.reserve(names.size());
@@ -347,16 +350,17 @@ std::vector<NameSummary> count_names(Server& server, std::string_view prefix, st
   for (const auto& k : keys) {
     counts.push_back({"ZCARD", k.h});
     counts.push_back({"ZCARD", k.q});
+    counts.push_back({"EXISTS", k.o});
     counts.push_back({"HGET", k.seq, "d"});
   }
   auto replies = server.pipeline(counts);
   const long long now_ms = server_ms(*replies[0]);
   std::vector<NameSummary> out;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::size_t at = 1 + 3 * i;
+    const std::size_t at = 1 + 4 * i;
     NameSummary n{std::move(names[i]), static_cast<std::size_t>(reply_integer(*replies[at])),
                   static_cast<std::size_t>(reply_integer(*replies[at + 1]))};
-    n.holders += live_inline_holder(*replies[at + 2], now_ms);
+    n.holders += live_inline_holder(*replies[at + 2], *replies[at + 3], now_ms);
     if (n.holders + n.waiters > 0) out.push_back(std::move(n));
   }
   return out;

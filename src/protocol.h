@@ -37,12 +37,12 @@ constexpr std::size_t kMaxNameBytes = 1024;
 // Fences and tickets are integers in [1, 2^53) (lua/lib.lua MAX_FENCE).
 constexpr long long kMaxFence = 1LL << 53;
 
-// The five keys every script takes, all sharing the hash tag {name}.
+// The six keys every script takes, all sharing the hash tag {name}.
 // Throws std::invalid_argument("name: ...") for an empty or oversized name,
 // or one with '{' or '}' (it would end the hash tag early).
 struct Keys {
   Keys(std::string_view prefix, std::string_view name);
-  std::string q, w, h, g, seq;
+  std::string q, w, h, g, seq, o;
 };
 
 // A fresh queue member "<m><cid>:<token>": the wake mode's letter, the

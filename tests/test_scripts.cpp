@@ -73,6 +73,11 @@ class Scripts : public ::testing::Test {
     return r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string("(no error)");
   }
   static std::string redis(const std::vector<std::string>& argv) { return server().cmd(argv); }
+  // The member of the inline holder (o's first word), "(nil)" if none.
+  std::string inline_holder() {
+    const std::string o = redis({"GET", keys.o});
+    return o.substr(0, o.find(' '));
+  }
   // Moves deadlines in a deadline set (h: of these members; w: of their
   // processes) into the past: their leases ran out, or their processes died,
   // without a test that waits for a clock (and fails on a slow one).
@@ -131,12 +136,25 @@ TEST_F(Scripts, RetriedAcquireReturnsSameGrant) {
   auto a = acquire(member(1));
   auto again = acquire(member(1));
   EXPECT_EQ(again, a);
-  EXPECT_EQ(redis({"HGET", keys.seq, "o"}), member(1));  // held inline: uncontended
+  const std::string held = member(1) + " " + std::to_string(a[1]) + " 1 ";  // then the ms it was granted
+  EXPECT_EQ(redis({"GET", keys.o}).substr(0, held.size()), held);
   EXPECT_EQ(redis({"EXISTS", keys.h}), "0");
   EXPECT_EQ(acquire(member(2))[0], 0);  // contention moves the holder into h
   EXPECT_EQ(acquire(member(1)), a);
   EXPECT_EQ(redis({"ZCARD", keys.h}), "1");
-  EXPECT_EQ(redis({"HGET", keys.seq, "o"}), "(nil)");
+  EXPECT_EQ(redis({"EXISTS", keys.o}), "0");
+}
+
+// A retry (or a heartbeat) renews an inline grant's lease, never shortens it:
+// the holder may already count on the deadline it had.
+TEST_F(Scripts, RenewingAnInlineGrantNeverShortensIt) {
+  auto a = acquire(member(1), 1, 60000);
+  EXPECT_EQ(acquire(member(1), 1, 1000), a);
+  EXPECT_GT(std::stoll(redis({"PTTL", keys.o})), 50000);
+  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(1), "1000"})), (std::vector<long long>{2, a[1]}));
+  EXPECT_GT(std::stoll(redis({"PTTL", keys.o})), 50000);
+  EXPECT_EQ(acquire(member(1), 1, 120000), a);
+  EXPECT_GT(std::stoll(redis({"PTTL", keys.o})), 110000);
 }
 
 // Mode "f" (a fresh member's first call) queues as "q" does, without the
@@ -175,7 +193,7 @@ TEST_F(Scripts, ABusyNameIsKnownByItsXWithoutAnExistsCheck) {
   EXPECT_NE(redis({"HGET", keys.seq, "x"}), "(nil)");  // set again
   redis({"DEL", keys.q, keys.w, keys.h, keys.g});
   EXPECT_EQ(acquire(member(5))[0], 1);  // granted in h, not inline
-  EXPECT_EQ(redis({"HGET", keys.seq, "o"}), "(nil)");
+  EXPECT_EQ(redis({"EXISTS", keys.o}), "0");
   EXPECT_NE(redis({"ZSCORE", keys.h, member(5)}), "(nil)");
   EXPECT_EQ(release(member(5)), 1);
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
@@ -192,22 +210,27 @@ TEST_F(Scripts, AnXLeftByExpiredKeysGoesWithTheNextInlineGrant) {
   redis({"DEL", keys.q, keys.w, keys.h, keys.g});  // as if expired at x
   redis({"HSET", keys.seq, "x", std::to_string(ms - 1)});
   EXPECT_EQ(acquire(member(3))[0], 1);  // inline
-  EXPECT_EQ(redis({"HMGET", keys.seq, "o", "x"}), member(3) + "\n(nil)");
+  EXPECT_EQ(inline_holder(), member(3));
+  EXPECT_EQ(redis({"HGET", keys.seq, "x"}), "(nil)");
   EXPECT_EQ(acquire(member(4))[0], 0);
   EXPECT_EQ(release(member(3)), 1);
   EXPECT_EQ(acquire(member(4))[0], 1);
 }
 
-// A forged inline holder beside a queue (a live x) is not released or
-// evicted by the inline fast path: that path would delete the record's
-// permit count, which is the queue's.
+// An inline holder forged beside a queue is never confirmed as a holder,
+// takes no permit, and its release or eviction (which delete o alone)
+// leaves the queue's permit count and holders as they were.
 TEST_F(Scripts, AForgedInlineHolderBesideAQueueKeepsThePermitCount) {
   EXPECT_EQ(acquire(member(1))[0], 1);
   EXPECT_EQ(acquire(member(2))[0], 0);
   for (const Script op : {Script::release, Script::evict}) {
-    redis({"HSET", keys.seq, "o", member(9), "d", "1", "t", "1"});
-    EXPECT_EQ(ints(*call(op, {member(9), "1"})), std::vector<long long>{0});
-    EXPECT_EQ(redis({"HMGET", keys.seq, "o", "p"}), "(nil)\n1");
+    redis({"SET", keys.o, member(9) + " 5 1 1", "PX", "100000"});
+    EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(9), "10000"})), (std::vector<long long>{0, 0}));
+    EXPECT_EQ(ints(*call(Script::cancel, {member(9), "1"})), std::vector<long long>{0});
+    EXPECT_EQ(ints(*call(op, {member(9), "1"})), std::vector<long long>{1});
+    EXPECT_EQ(redis({"EXISTS", keys.o}), "0");
+    EXPECT_EQ(redis({"HGET", keys.seq, "p"}), "1");
+    EXPECT_EQ(redis({"ZRANGE", keys.h, "0", "-1"}), member(1));
     EXPECT_EQ(error_of(call(Script::acquire, {member(3), "3", "1000", "1000", "q"})), "FLPERMITS 1");
   }
 }
@@ -591,7 +614,7 @@ TEST_F(Scripts, PermitsOfANameWithOnlyExpiredEntriesCanChange) {
   acquire(member(1), 3, 30);
   std::this_thread::sleep_for(std::chrono::milliseconds(80));
   EXPECT_EQ(acquire(member(2), 1)[0], 1);
-  EXPECT_EQ(redis({"HGET", keys.seq, "p"}), "1");
+  EXPECT_EQ(error_of(call(Script::acquire, {member(3), "3", "1000", "1000", "q"})), "FLPERMITS 1");
   release(member(2));
 }
 
@@ -619,8 +642,10 @@ TEST_F(Scripts, ExpiredEntriesBeyondThePruneBoundAreNotRevived) {
 
 TEST_F(Scripts, EveryBusyKeyExpiresAfterItsDeadlines) {
   auto pttl = [&](const std::string& k) { return std::stoll(redis({"PTTL", k})); };
-  acquire(member(1), 1, 10000);  // fast path: held inline, in the record alone
-  EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
+  acquire(member(1), 1, 10000);  // fast path: held inline, in o, which expires with the grant
+  EXPECT_EQ(name_keys(), (std::vector<std::string>{keys.o, keys.seq}));
+  EXPECT_GT(pttl(keys.o), 5000);
+  EXPECT_LE(pttl(keys.o), 10000);
   acquire(member(2), 1, 10000, 30000);  // creates h, g, q and w, with a later deadline
   for (const auto& k : {keys.q, keys.w, keys.h, keys.g}) {
     EXPECT_GT(pttl(k), 30000) << k;

@@ -34,10 +34,9 @@ inline std::string key(const std::string& name, const std::string& suffix, const
 }
 
 // Deletes every grant of `name` behind the holders' backs: h and g, and the
-// holder kept inline in the record (protocol version 2).
+// holder kept inline in o.
 inline void forget_holders(const RedisServer& s, const std::string& name) {
-  s.cmd({"DEL", key(name, "h"), key(name, "g")});
-  s.cmd({"HDEL", key(name, "seq"), "o", "d", "t", "p"});
+  s.cmd({"DEL", key(name, "h"), key(name, "g"), key(name, "o")});
 }
 
 inline long long zcard(const RedisServer& s, const std::string& name, const char* which) {

@@ -1,6 +1,6 @@
-// Protocol versions meeting on one name: versions 1, 2 and 3's scripts (kept
-// as fixtures in tests/support/v1_lua, v2_lua and v3_lua, exactly as they
-// shipped) against this version's (4), on the same keys. A mixed fleet must
+// Protocol versions meeting on one name: versions 1 to 4's scripts (kept
+// as fixtures in tests/support/v1_lua to v4_lua, exactly as they shipped)
+// against this version's (5), on the same keys. A mixed fleet must
 // fail loudly, never run two queues, and never let fences go back.
 #include <gtest/gtest.h>
 
@@ -33,7 +33,14 @@ std::string old_script(const std::string& dir, const std::string& op) {
   return read_file(dir + "/lib.lua") + "\n" + read_file(dir + "/" + op + ".lua");
 }
 
-std::string v4_script(const std::string& op) {
+bool is_current(const std::string& source) {
+  for (const auto& s : detail::lua::kScripts) {
+    if (s.source == source) return true;
+  }
+  return false;
+}
+
+std::string v5_script(const std::string& op) {
   for (const auto& s : detail::lua::kScripts) {
     if (s.name == op) return std::string(s.source);
   }
@@ -63,8 +70,13 @@ std::vector<std::string> lines(const std::string& text) {
 
 class Versions : public ::testing::Test {
  protected:
+  // Today's scripts take six keys (o since version 5), older ones five.
   std::string run(const std::string& source, std::vector<std::string> args) {
     std::vector<std::string> argv{"EVAL", source, "5", keys.q, keys.w, keys.h, keys.g, keys.seq};
+    if (is_current(source)) {
+      argv[2] = "6";
+      argv.push_back(keys.o);
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     return server().cmd(argv);
   }
@@ -82,7 +94,7 @@ class Versions : public ::testing::Test {
     for (const auto& [k, read] : {std::pair{keys.q, "ZRANGE"}, {keys.w, "ZRANGE"}, {keys.h, "ZRANGE"}}) {
       out += k + "=" + server().cmd({read, k, "0", "-1", "WITHSCORES"}) + ";";
     }
-    out += server().cmd({"HGETALL", keys.g}) + ";";
+    out += server().cmd({"HGETALL", keys.g}) + ";" + server().cmd({"GET", keys.o}) + ";";
     const std::string type = server().cmd({"TYPE", keys.seq});
     out += type + ":" + (type == "hash" ? server().cmd({"HGETALL", keys.seq}) : server().cmd({"GET", keys.seq}));
     return out;
@@ -122,32 +134,35 @@ class Versions : public ::testing::Test {
   const std::string v3_acquire = old_script(FAIRLOCK_V3_LUA_DIR, "acquire");
   const std::string v3_release = old_script(FAIRLOCK_V3_LUA_DIR, "release");
   const std::string v3_heartbeat = old_script(FAIRLOCK_V3_LUA_DIR, "heartbeat");
-  const std::string v4_acquire = v4_script("acquire"), v4_release = v4_script("release");
-  const std::string v4_heartbeat = v4_script("heartbeat");
+  const std::string v5_acquire = v5_script("acquire"), v5_release = v5_script("release");
+  const std::string v5_heartbeat = v5_script("heartbeat");
+  const std::string v4_acquire = old_script(FAIRLOCK_V4_LUA_DIR, "acquire");
+  const std::string v4_release = old_script(FAIRLOCK_V4_LUA_DIR, "release");
+  const std::string v4_heartbeat = old_script(FAIRLOCK_V4_LUA_DIR, "heartbeat");
 };
 
-TEST_F(Versions, AVersion1ClientFailsOnAVersion4NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v4_acquire, 1))[0], "1");  // held inline, in the record
+TEST_F(Versions, AVersion1ClientFailsOnAVersion5NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v5_acquire, 1))[0], "1");  // held inline, in o
   const std::string uncontended = dump();
   EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v4_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v5_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
   EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
   EXPECT_EQ(dump(), contended);
 }
 
-TEST_F(Versions, AVersion4ClientCarriesABusyVersion1QueueOn) {
+TEST_F(Versions, AVersion5ClientCarriesABusyVersion1QueueOn) {
   const auto held = lines(acquire(v1_acquire, 1));
   const auto queued = lines(acquire(v1_acquire, 2));
   ASSERT_EQ(held[0], "1");
   ASSERT_EQ(queued[0], "0");
   ASSERT_EQ(server().cmd({"TYPE", keys.seq}), "string");
-  const auto newcomer = lines(acquire(v4_acquire, 3));  // the counter becomes the record
+  const auto newcomer = lines(acquire(v5_acquire, 3));  // the counter becomes the record
   ASSERT_EQ(newcomer[0], "0");
   EXPECT_GT(std::stoull(newcomer[1]), std::stoull(queued[1]));
   EXPECT_EQ(newcomer[2], "1");                                     // behind version 1's waiter
-  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "4\n1");  // g's permit count moved into it
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "5\n1");  // g's permit count moved into it
   EXPECT_EQ(server().cmd({"HEXISTS", keys.g, "permits"}), "0");
   EXPECT_EQ(server().cmd({"ZRANGE", keys.w, "0", "-1"}), proc(kCidA));  // w by process: both waiters are A's
   // Version 1's waiter fails from now on: its w entry is gone, so it queues
@@ -157,36 +172,36 @@ TEST_F(Versions, AVersion4ClientCarriesABusyVersion1QueueOn) {
   EXPECT_EQ(dump(), upgraded);
   // Version 1's release reads no record: it releases, but it reads w by
   // member, finds no waiter live and drops them all (a version 1 holder on a
-  // version 4 name costs the queue its places, never a double grant).
+  // version 5 name costs the queue its places, never a double grant).
   EXPECT_EQ(release(v1_release, 1), "1");
   EXPECT_EQ(server().cmd({"ZCARD", keys.q}), "0");
-  // Version 4's waiter learns it is gone and queues again, above every fence so far.
-  EXPECT_EQ(lines(run(v4_heartbeat, {"1", "10000", member(3), "10000"})), (std::vector<std::string>{"0", "0"}));
-  const auto again = lines(acquire(v4_acquire, 3));
+  // Version 5's waiter learns it is gone and queues again, above every fence so far.
+  EXPECT_EQ(lines(run(v5_heartbeat, {"1", "10000", member(3), "10000"})), (std::vector<std::string>{"0", "0"}));
+  const auto again = lines(acquire(v5_acquire, 3));
   ASSERT_EQ(again[0], "1");
   EXPECT_GT(std::stoull(again[1]), std::stoull(newcomer[1]));
-  EXPECT_EQ(release(v4_release, 3), "1");
+  EXPECT_EQ(release(v5_release, 3), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
 }
 
-TEST_F(Versions, AVersion2ClientFailsOnAVersion4NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v4_acquire, 1))[0], "1");  // held inline, in the record
+TEST_F(Versions, AVersion2ClientFailsOnAVersion5NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v5_acquire, 1))[0], "1");  // held inline, in o
   const std::string uncontended = dump();
-  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 5", 0), 0u);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v4_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v5_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
-  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 5", 0), 0u);
   EXPECT_EQ(dump(), contended);
 }
 
 // Version 2 kept the permit count and x in g; version 3 and later keep them in
-// the record. A version 4 call moves them, and the queue goes on in its order;
+// the record. A version 5 call moves them, and the queue goes on in its order;
 // version 2's clients fail from then on (FLVERSION), so their entries end by
 // their deadlines or by eviction.
-TEST_F(Versions, AVersion4ClientCarriesABusyVersion2QueueOn) {
+TEST_F(Versions, AVersion5ClientCarriesABusyVersion2QueueOn) {
   const auto held = lines(run(v2_acquire, {member(1), "2", "10000", "10000", "q"}));
   ASSERT_EQ(lines(run(v2_acquire, {member(2), "2", "10000", "10000", "q"}))[0], "1");
   const auto queued = lines(run(v2_acquire, {member(3), "2", "10000", "10000", "q"}));
@@ -194,51 +209,51 @@ TEST_F(Versions, AVersion4ClientCarriesABusyVersion2QueueOn) {
   ASSERT_EQ(queued[0], "0");
   const std::string x = server().cmd({"HGET", keys.g, "x"});
   ASSERT_EQ(server().cmd({"HGET", keys.g, "permits"}), "2");
-  const auto newcomer = lines(run(v4_acquire, {member(4), "2", "10000", "10000", "q"}));
+  const auto newcomer = lines(run(v5_acquire, {member(4), "2", "10000", "10000", "q"}));
   ASSERT_EQ(newcomer[0], "0");
   EXPECT_GT(std::stoull(newcomer[1]), std::stoull(queued[1]));
   EXPECT_EQ(newcomer[2], "1");  // behind version 2's waiter
-  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p", "x"}), "4\n2\n" + x);
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p", "x"}), "5\n2\n" + x);
   EXPECT_EQ(server().cmd({"HMGET", keys.g, "permits", "x"}), "(nil)\n(nil)");
-  EXPECT_EQ(run(v4_acquire, {member(4), "1", "10000", "10000", "q"}), "ERR:FLPERMITS 2");  // the count moved
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(run(v5_acquire, {member(4), "1", "10000", "10000", "q"}), "ERR:FLPERMITS 2");  // the count moved
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 5", 0), 0u);
   // The operator evicts version 2's holders: the permits go to the queue in order.
-  for (int m : {1, 2}) EXPECT_EQ(run(v4_script("evict"), {member(m), "2"}), "1");
-  const auto heads = lines(run(v4_heartbeat, {"2", "10000", member(3), "10000", member(4), "10000"}));
+  for (int m : {1, 2}) EXPECT_EQ(run(v5_script("evict"), {member(m), "2"}), "1");
+  const auto heads = lines(run(v5_heartbeat, {"2", "10000", member(3), "10000", member(4), "10000"}));
   EXPECT_EQ(heads, (std::vector<std::string>{"2", queued[1], "2", newcomer[1]}));
-  EXPECT_EQ(run(v4_release, {member(3), "2"}), "1");
-  EXPECT_EQ(run(v4_release, {member(4), "2"}), "1");
+  EXPECT_EQ(run(v5_release, {member(3), "2"}), "1");
+  EXPECT_EQ(run(v5_release, {member(4), "2"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
   EXPECT_EQ(server().cmd({"HMGET", keys.seq, "p", "x"}), "(nil)\n(nil)");
 }
 
-TEST_F(Versions, AVersion3ClientFailsOnAVersion4NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v4_acquire, 1))[0], "1");  // held inline, in the record
+TEST_F(Versions, AVersion3ClientFailsOnAVersion5NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v5_acquire, 1))[0], "1");  // held inline, in o
   const std::string uncontended = dump();
-  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(1), "10000"}).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(1), "10000"}).rfind("ERR:FLVERSION 5", 0), 0u);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v4_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v5_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
-  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(acquire(v3_acquire, 3).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(3), "10000"}).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(acquire(v3_acquire, 3).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(3), "10000"}).rfind("ERR:FLVERSION 5", 0), 0u);
   EXPECT_EQ(dump(), contended);
 }
 
 // Version 3 kept a w entry per waiter; version 4 keeps one per process, at
-// the latest deadline of its waiters. The first version 4 call that writes
+// the latest deadline of its waiters. The first version 5 call that writes
 // moves w over, and the queue goes on in its order; version 3's clients fail
 // from then on (FLVERSION).
-TEST_F(Versions, AVersion4ClientCarriesABusyVersion3QueueOn) {
+TEST_F(Versions, AVersion5ClientCarriesABusyVersion3QueueOn) {
   ASSERT_NO_FATAL_FAILURE(busy_v3_queue());
-  const auto t5 = queue(v4_acquire, c5, "10000");  // the upgrade, then a newcomer of a third process
+  const auto t5 = queue(v5_acquire, c5, "10000");  // the upgrade, then a newcomer of a third process
   ASSERT_EQ(t5[0], "0");
   for (const auto& m : {a2, b3, a4}) EXPECT_GT(std::stoull(t5[1]), std::stoull(tickets[m])) << m;
   EXPECT_EQ(t5[2], "3");  // behind version 3's waiters
-  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "5");
   auto w = w_entries();
   ASSERT_EQ(w.size(), 3u);
   ASSERT_EQ(w.count(proc(kCidA)) + w.count(proc(kCidB)) + w.count(proc(kCidC)), 3u);
@@ -250,24 +265,24 @@ TEST_F(Versions, AVersion4ClientCarriesABusyVersion3QueueOn) {
 
   // Version 3's clients fail from now on, and change nothing.
   const std::string upgraded = dump();
-  EXPECT_EQ(run(v3_acquire, {a2, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(run(v3_release, {a1, "1"}).rfind("ERR:FLVERSION 4", 0), 0u);
-  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", b3, "10000"}).rfind("ERR:FLVERSION 4", 0), 0u);
+  EXPECT_EQ(run(v3_acquire, {a2, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(run(v3_release, {a1, "1"}).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", b3, "10000"}).rfind("ERR:FLVERSION 5", 0), 0u);
   EXPECT_EQ(dump(), upgraded);
 
   // The queue drains in ticket order, A's waiters live by A's one entry.
-  EXPECT_EQ(run(v4_release, {a1, "1"}), "1");
-  EXPECT_EQ(lines(run(v4_heartbeat, {"1", "10000", a2, "10000", a4, "10000"})),
+  EXPECT_EQ(run(v5_release, {a1, "1"}), "1");
+  EXPECT_EQ(lines(run(v5_heartbeat, {"1", "10000", a2, "10000", a4, "10000"})),
             (std::vector<std::string>{"2", tickets[a2], "1", "1"}));  // A2 holds; A4 waits behind B3
-  EXPECT_EQ(run(v4_release, {a2, "1"}), "1");
-  EXPECT_EQ(queue(v4_acquire, b3, "10000"), (std::vector<std::string>{"1", tickets[b3]}));
-  EXPECT_EQ(run(v4_release, {b3, "1"}), "1");
-  EXPECT_EQ(lines(run(v4_heartbeat, {"1", "10000", a4, "10000"})), (std::vector<std::string>{"2", tickets[a4]}));
-  EXPECT_EQ(run(v4_release, {a4, "1"}), "1");
-  EXPECT_EQ(queue(v4_acquire, c5, "10000"), (std::vector<std::string>{"1", t5[1]}));
-  EXPECT_EQ(run(v4_release, {c5, "1"}), "1");
+  EXPECT_EQ(run(v5_release, {a2, "1"}), "1");
+  EXPECT_EQ(queue(v5_acquire, b3, "10000"), (std::vector<std::string>{"1", tickets[b3]}));
+  EXPECT_EQ(run(v5_release, {b3, "1"}), "1");
+  EXPECT_EQ(lines(run(v5_heartbeat, {"1", "10000", a4, "10000"})), (std::vector<std::string>{"2", tickets[a4]}));
+  EXPECT_EQ(run(v5_release, {a4, "1"}), "1");
+  EXPECT_EQ(queue(v5_acquire, c5, "10000"), (std::vector<std::string>{"1", t5[1]}));
+  EXPECT_EQ(run(v5_release, {c5, "1"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
-  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "5");
 }
 
 // A version 3 waiter whose w deadline is corrupt (far beyond any lease: only
@@ -276,21 +291,21 @@ TEST_F(Versions, AVersion4ClientCarriesABusyVersion3QueueOn) {
 TEST_F(Versions, TheMoveOfWIgnoresACorruptSiblingDeadline) {
   ASSERT_NO_FATAL_FAILURE(busy_v3_queue());
   ASSERT_EQ(server().cmd({"ZADD", keys.w, "XX", "CH", "1e300", a4}), "1");
-  EXPECT_EQ(release(v4_release, 1), "1");              // upgrades, then hands the lock to a2
+  EXPECT_EQ(release(v5_release, 1), "1");              // upgrades, then hands the lock to a2
   EXPECT_EQ(w_entries()[proc(kCidA)], deadlines[a2]);  // a2's deadline, not the corrupt one
   EXPECT_EQ(lines(server().cmd({"ZRANGE", keys.h, "0", "-1"})), std::vector<std::string>{a2});
 }
 
 // Not only acquire: whichever writing script comes first upgrades the name,
 // also when it issues no ticket (next_ticket writes "v" as well).
-TEST_F(Versions, EveryWritingVersion4ScriptUpgradesABusyVersion3Name) {
+TEST_F(Versions, EveryWritingVersion5ScriptUpgradesABusyVersion3Name) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"release", {a1, "1"}}, {"cancel", {b3, "1"}}, {"evict", {a2, "1"}}, {"heartbeat", {"1", "20000", b3, "10000"}}};
   for (const auto& [op, args] : calls) {
     server().cmd({"DEL", keys.q, keys.w, keys.h, keys.g, keys.seq});
     ASSERT_NO_FATAL_FAILURE(busy_v3_queue()) << op;
-    EXPECT_EQ(run(v4_script(op), args).rfind("ERR", 0), std::string::npos) << op;
-    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4") << op;
+    EXPECT_EQ(run(v5_script(op), args).rfind("ERR", 0), std::string::npos) << op;
+    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "5") << op;
     auto w = w_entries();
     EXPECT_EQ(w.size(), 2u) << op;
     EXPECT_EQ(w[proc(kCidA)], deadlines[a4]) << op;
@@ -299,7 +314,7 @@ TEST_F(Versions, EveryWritingVersion4ScriptUpgradesABusyVersion3Name) {
     } else {
       EXPECT_EQ(w[proc(kCidB)], deadlines[b3]) << op;
     }
-    EXPECT_EQ(run(v3_acquire, {a4, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 4", 0), 0u) << op;
+    EXPECT_EQ(run(v3_acquire, {a4, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 5", 0), 0u) << op;
   }
 }
 
@@ -309,7 +324,7 @@ TEST_F(Versions, InspectListsABusyVersion3NameAndChangesNothing) {
   ASSERT_NO_FATAL_FAILURE(busy_v3_queue());
   const std::vector<std::pair<std::string, long long>> waiting = {{a2, 10000}, {b3, 20000}, {a4, 30000}};
   const std::string before = dump();
-  const auto out = lines(run(v4_script("inspect"), {"10"}));
+  const auto out = lines(run(v5_script("inspect"), {"10"}));
   // now, permits, last ticket, holder count, waiter count; 4 per holder; 4 per waiter.
   ASSERT_EQ(out.size(), 5u + 4u + 4u * waiting.size());
   EXPECT_EQ(out[1], "1");
@@ -332,21 +347,126 @@ TEST_F(Versions, InspectListsABusyVersion3NameAndChangesNothing) {
 
 TEST_F(Versions, AnIdleOlderNameKeepsItsFencesIncreasing) {
   const std::vector<std::pair<std::string, std::string>> older = {
-      {v1_acquire, v1_release}, {v2_acquire, v2_release}, {v3_acquire, v3_release}};
+      {v1_acquire, v1_release}, {v2_acquire, v2_release}, {v3_acquire, v3_release}, {v4_acquire, v4_release}};
   for (std::size_t v = 0; v < older.size(); ++v) {
     server().cmd({"DEL", keys.seq});
     const auto last = lines(acquire(older[v].first, 1));
     ASSERT_EQ(release(older[v].second, 1), "1") << "version " << v + 1;
-    const auto next = lines(acquire(v4_acquire, 2));
+    const auto next = lines(acquire(v5_acquire, 2));
     ASSERT_EQ(next[0], "1");
     EXPECT_GT(std::stoull(next[1]), std::stoull(last[1])) << "version " << v + 1;
-    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
-    ASSERT_EQ(release(v4_release, 2), "1");
+    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "5");
+    ASSERT_EQ(release(v5_release, 2), "1");
   }
 }
 
+// Every version 4 script fails on a version 5 name, held inline or busy,
+// and changes nothing.
+TEST_F(Versions, AVersion4ClientFailsOnAVersion5NameAndChangesNothing) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
+      {"acquire", {member(2), "1", "10000", "10000", "q"}},
+      {"acquire", {member(1), "1", "10000", "10000", "t"}},
+      {"release", {member(1), "1"}},
+      {"cancel", {member(3), "1"}},
+      {"heartbeat", {"1", "10000", member(1), "10000"}},
+      {"evict", {member(1), "1"}},
+      {"inspect", {"10"}}};
+  auto all_refused = [&](const char* when) {
+    const std::string before = dump();
+    for (const auto& [op, args] : calls) {
+      EXPECT_EQ(run(old_script(FAIRLOCK_V4_LUA_DIR, op), args).rfind("ERR:FLVERSION 5", 0), 0u) << when << op;
+      EXPECT_EQ(dump(), before) << when << op;
+    }
+  };
+  ASSERT_EQ(lines(acquire(v5_acquire, 1))[0], "1");  // held inline, in o
+  all_refused("uncontended: ");
+  ASSERT_EQ(lines(acquire(v5_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  all_refused("contended: ");
+}
+
+// Version 4 kept the inline holder in the record (o, d, t, p); version 5
+// keeps it in o. Whichever version 5 call comes first moves it there, the
+// same grant (member, fence, deadline), and that call sees it held.
+TEST_F(Versions, AVersion4InlineHolderMovesIntoOWithItsGrant) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
+      {"release", {a1, "1"}},
+      {"heartbeat", {"1", "10000", a1, "10000"}},
+      {"acquire", {a1, "1", "10000", "10000", "q"}}};
+  for (const auto& [op, args] : calls) {
+    server().cmd({"DEL", keys.q, keys.w, keys.h, keys.g, keys.seq, keys.o});
+    const auto held = lines(acquire(v4_acquire, 1));
+    ASSERT_EQ(held[0], "1");
+    ASSERT_EQ(server().cmd({"HGET", keys.seq, "o"}), a1);
+    const auto out = lines(run(v5_script(op), args));
+    if (op == "release") {
+      EXPECT_EQ(out, std::vector<std::string>{"1"});
+      EXPECT_EQ(server().cmd({"EXISTS", keys.o}), "0");
+    } else {
+      EXPECT_EQ(out, (std::vector<std::string>{op == "heartbeat" ? "2" : "1", held[1]})) << op;
+      EXPECT_EQ(server().cmd({"GET", keys.o}).substr(0, a1.size() + held[1].size() + 4), a1 + " " + held[1] + " 1 ")
+          << op;
+      const long long ttl = std::stoll(server().cmd({"PTTL", keys.o}));
+      EXPECT_GT(ttl, 0) << op;
+      EXPECT_LE(ttl, 10000) << op;
+    }
+    EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "o", "d", "t", "p"}), "5\n(nil)\n(nil)\n(nil)\n(nil)") << op;
+    EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0") << op;
+  }
+}
+
+// A version 4 inline holder meets contention on its first version 5 call:
+// it moves into o, then into h, and the newcomer queues behind it.
+TEST_F(Versions, AVersion5ClientQueuesBehindAVersion4InlineHolder) {
+  const auto held = lines(acquire(v4_acquire, 1));
+  ASSERT_EQ(held[0], "1");
+  const auto queued = queue(v5_acquire, b3, "10000");
+  ASSERT_EQ(queued[0], "0");
+  EXPECT_EQ(queued[2], "0");
+  EXPECT_GT(std::stoull(queued[1]), std::stoull(held[1]));
+  EXPECT_EQ(server().cmd({"HGET", keys.g, a1}).substr(0, held[1].size() + 1), held[1] + ":");
+  EXPECT_EQ(server().cmd({"EXISTS", keys.o}), "0");
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "5\n1");
+  EXPECT_EQ(run(v4_release, {a1, "1"}).rfind("ERR:FLVERSION 5", 0), 0u);
+  EXPECT_EQ(release(v5_release, 1), "1");
+  EXPECT_EQ(queue(v5_acquire, b3, "10000"), (std::vector<std::string>{"1", queued[1]}));
+  EXPECT_EQ(run(v5_release, {b3, "1"}), "1");
+  EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g, keys.o}), "0");
+}
+
+// A version 4 inline holder whose deadline passed is not moved: the next
+// call grants the name afresh, above its fence.
+TEST_F(Versions, AnExpiredVersion4InlineHolderIsNotMoved) {
+  const auto held = lines(acquire(v4_acquire, 1));
+  ASSERT_EQ(held[0], "1");
+  server().cmd({"HSET", keys.seq, "d", "1"});  // its deadline passed (no test waits for a clock)
+  const auto next = lines(acquire(v5_acquire, 3));
+  ASSERT_EQ(next[0], "1");
+  EXPECT_GT(std::stoull(next[1]), std::stoull(held[1]));
+  EXPECT_EQ(server().cmd({"GET", keys.o}).substr(0, member(3).size()), member(3));
+  EXPECT_EQ(release(v5_release, 1), "0");
+  EXPECT_EQ(release(v5_release, 3), "1");
+}
+
+// inspect reads, never writes: a version 4 inline holder is listed from the
+// record, and the move is left to the next writing call.
+TEST_F(Versions, InspectListsAVersion4InlineHolderAndChangesNothing) {
+  const auto held = lines(acquire(v4_acquire, 1));
+  ASSERT_EQ(held[0], "1");
+  const std::string before = dump();
+  const auto out = lines(run(v5_script("inspect"), {"10"}));
+  ASSERT_EQ(out.size(), 5u + 4u);
+  EXPECT_EQ(out[1], "1");      // permits
+  EXPECT_EQ(out[2], held[1]);  // last ticket
+  EXPECT_EQ(out[3], "1");      // one holder
+  EXPECT_EQ(out[5], a1);
+  EXPECT_EQ(out[6], held[1]);
+  EXPECT_GT(std::stoll(out[8]), 0);  // lease left
+  EXPECT_EQ(dump(), before);
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
+}
+
 TEST_F(Versions, AnotherVersionIsRefusedByEveryScriptAndNothingChanges) {
-  server().cmd({"HSET", keys.seq, "v", "5", "s", "100", "layout", "unknown to version 4"});
+  server().cmd({"HSET", keys.seq, "v", "6", "s", "100", "layout", "unknown to version 5"});
   server().cmd({"ZADD", keys.q, "50", member(9)});
   const std::string before = dump();
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
@@ -358,7 +478,7 @@ TEST_F(Versions, AnotherVersionIsRefusedByEveryScriptAndNothingChanges) {
       {"evict", {member(9), "1"}},
       {"inspect", {"10"}}};
   for (const auto& [op, args] : calls) {
-    EXPECT_EQ(run(v4_script(op), args).rfind("ERR:FLVERSION 5", 0), 0u) << op;
+    EXPECT_EQ(run(v5_script(op), args).rfind("ERR:FLVERSION 6", 0), 0u) << op;
     EXPECT_EQ(dump(), before) << op;
   }
   Client client(opts_for(server()));

@@ -147,8 +147,8 @@ class RawParticipant {
 
  private:
   std::vector<std::string> evalsha(const std::string& sha, const std::vector<std::string>& args) {
-    std::vector<std::string> v = {"EVALSHA", sha, "5"};
-    for (const char* suffix : {"q", "w", "h", "g", "seq"}) v.push_back(qkey(name_, suffix));
+    std::vector<std::string> v = {"EVALSHA", sha, "6"};
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o"}) v.push_back(qkey(name_, suffix));
     v.insert(v.end(), args.begin(), args.end());
     return v;
   }
@@ -242,6 +242,10 @@ class Scenario {
     if (log_) {
       EXPECT_TRUE(log_->stop()) << "the MONITOR log did not catch up with the server";
       for (const auto& v : log_->violations()) ADD_FAILURE() << "server-side: " << v;
+      // A log that recognised no grant checked nothing (say, scripts that are
+      // not the ones the log knows): that must not pass as clean.
+      EXPECT_GT(log_->grants().size(), 0u)
+          << "the server log recognised no grant in " << log_->scripts() << " script runs";
       cfg.log = log_.get();
     }
     for (const auto& k : killed_) cfg.killed.insert(k);

@@ -72,6 +72,33 @@ bool is_member(const std::string& f) {
 // the first ':' (a member without one is its own).
 std::string process_of(const std::string& member) { return member.substr(0, member.find(':')); }
 
+// The words of o's value, "<member> <fence> <permits> <granted ms>" (as
+// many as there are).
+std::vector<std::string> words(const std::string& v) {
+  std::vector<std::string> out;
+  std::istringstream in(v);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max() / 4;  // o without an expiry
+
+// o's deadline (ms) as the replay keeps it, for an expiry `px` ms from now
+// set by a command whose MONITOR line has the time `line_ts`, in a script
+// whose EVALSHA line has the time `start_ts` (us). Redis takes that "now"
+// from its own clock while the script runs (7.0: as it runs the command;
+// later versions: as the script starts), which MONITOR stamps a little
+// before (the EVALSHA line) or after (the command's line, once it ran). So:
+// the command's line in whole ms + PX, minus 1 ms for the skew between a
+// stamp and Redis's clock (a stamp that crossed into the next ms); and never
+// later than the same from the script's start (a line stamped later still:
+// the server was descheduled in between). Redis holds o at least until
+// then: a removal before it removes a live holder, never a false one. Once
+// it has passed, Redis may still hold o for a ms or so (o_expired).
+std::int64_t o_deadline(std::int64_t line_ts, std::int64_t start_ts, std::int64_t px) {
+  return std::min(line_ts, start_ts) / 1000 + px - 1;
+}
+
 std::string fmt(double d) {
   std::ostringstream o;
   o.precision(15);
@@ -80,7 +107,9 @@ std::string fmt(double d) {
 }
 
 // Returns {had_sentinel, entries}: KEYS[1] is a sentinel key this log sets;
-// finding it gone after a reconnect means the server lost its data.
+// finding it gone after a reconnect means the server lost its data. Each
+// entry is {key, type, contents, PTTL}; strings too: the inline holder o
+// (its PTTL is its grant deadline) and a version 1 counter.
 const char* kSnapshot = R"lua(
 local had = redis.call('EXISTS', KEYS[1])
 redis.call('SET', KEYS[1], '1')
@@ -214,7 +243,9 @@ bool ServerLog::connect_and_resync() {
   return true;
 }
 
-void ServerLog::apply_snapshot(const redisReply& reply) {
+// `ts`: the time of the snapshot script's own MONITOR line, stamped before
+// it ran (o's deadline from its PTTL).
+void ServerLog::apply_snapshot(const redisReply& reply, std::int64_t ts) {
   const bool had_sentinel = reply.element[0]->integer == 1;
   const redisReply& r = *reply.element[1];
   std::map<std::string, NameState> fresh;
@@ -227,7 +258,8 @@ void ServerLog::apply_snapshot(const redisReply& reply) {
     std::string name, suffix;
     if (!split_key(key, name, suffix)) continue;
     NameState& st = fresh[name];
-    if (e.element[3]->integer > 0) st.expire_at[suffix] = wall_us() + e.element[3]->integer * 1000;
+    const long long pttl = e.element[3]->integer;
+    if (pttl > 0 && suffix != "o") st.expire_at[suffix] = wall_us() + pttl * 1000;
     if (type == "zset") {
       auto& z = suffix == "q" ? st.q : suffix == "w" ? st.w : st.h;
       if (suffix != "q" && suffix != "w" && suffix != "h") continue;
@@ -243,6 +275,10 @@ void ServerLog::apply_snapshot(const redisReply& reply) {
       }
     } else if (type == "string" && suffix == "seq" && v.elements == 1 && v.element[0]->type == REDIS_REPLY_STRING) {
       st.rec["s"] = std::string(v.element[0]->str, v.element[0]->len);  // a version 1 counter
+    } else if (type == "string" && suffix == "o" && v.elements == 1 && v.element[0]->type == REDIS_REPLY_STRING) {
+      auto w = words(std::string(v.element[0]->str, v.element[0]->len));
+      w.resize(3);
+      st.o = Inline{w[0], w[1], w[2], pttl > 0 ? o_deadline(ts, ts, pttl) : kForever};
     }
     if (suffix == "seq" && st.rec.count("s")) seq[name] = std::strtoull(st.rec["s"].c_str(), nullptr, 10);
   }
@@ -265,7 +301,8 @@ void ServerLog::apply_snapshot(const redisReply& reply) {
       std::uint64_t x = 0;
       if (is_member(f) && positive_integer(v.substr(0, v.find(':')), x)) max_fence = std::max(max_fence, x);
     }
-    std::uint64_t inline_fence = 0;  // the inline holder's: the record's s
+    std::uint64_t inline_fence = 0;  // the inline holder's; an older version's is the record's s
+    if (st.o && positive_integer(st.o->fence, inline_fence)) max_fence = std::max(max_fence, inline_fence);
     if (st.rec.count("o") && positive_integer(st.rec["s"], inline_fence)) max_fence = std::max(max_fence, inline_fence);
     auto old = names_.find(name);
     st.last_fence = max_fence;
@@ -363,7 +400,7 @@ void ServerLog::handle_line(const std::string& line) {
   last_ts_ = ts;
   if (!marker_.empty()) {
     if (!from_lua && lower(argv[0]) == "eval" && argv.size() >= 5 && argv[4] == marker_) {
-      apply_snapshot(*pending_snapshot_);
+      apply_snapshot(*pending_snapshot_, ts);
       freeReplyObject(pending_snapshot_);
       pending_snapshot_ = nullptr;
       marker_.clear();
@@ -389,6 +426,7 @@ void ServerLog::client_cmd(std::int64_t ts, const std::vector<std::string>& argv
   if (cmd == "evalsha" || cmd == "eval" || cmd == "fcall") {
     ++scripts_;
     in_script_ = true;
+    script_ts_ = ts;
     kind_ = "other";
     own_.clear();
     if (cmd != "eval" && argv.size() >= 3) {
@@ -446,6 +484,10 @@ void ServerLog::expire(const std::string& name, std::int64_t ts) {
     else if (e->first == "g") st.g.clear();
     e = st.expire_at.erase(e);
   }
+  if (st.o && ts / 1000 > st.o->deadline_ms) {  // Redis deleted o at its PX
+    st.o_expired.swap(st.o);
+    st.o.reset();
+  }
 }
 
 void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
@@ -478,13 +520,15 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       } else if (suffix == "w") {
         st.w.clear();
       } else if (suffix == "h") {
-        for (const auto& [m, deadline] : st.h) h_removed_.push_back(HRemoval{name, m, deadline, ts, ""});
+        for (const auto& [m, deadline] : st.h) h_removed_.push_back(HRemoval{name, m, deadline, ts, From::h, ""});
         st.h.clear();
       } else if (suffix == "g") {
         st.g.clear();
+      } else if (suffix == "o") {
+        inline_removed(ts, name, st);
       }
       if (suffix == "seq") {  // the record rewritten (version 1 migration): the last fence stands
-        inline_removed(ts, name, st);
+        record_holder_removed(ts, name, st);
         st.rec.clear();
       }
       st.expire_at.erase(suffix);
@@ -494,6 +538,10 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
   if (!split_key(argv[1], name, suffix)) return;
   NameState& st = names_[name];
   const bool check = !tainted_.count(name);
+  if (suffix == "o") {
+    inline_cmd(ts, cmd, argv, name, st);
+    return;
+  }
   if (cmd == "pexpire" && argv.size() >= 3) {
     st.expire_at[suffix] = ts + std::atoll(argv[2].c_str()) * 1000;
     return;
@@ -531,7 +579,7 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       } else if (suffix == "h") {
         auto it = st.h.find(m);
         if (it == st.h.end()) continue;
-        h_removed_.push_back(HRemoval{name, m, it->second, ts, ""});
+        h_removed_.push_back(HRemoval{name, m, it->second, ts, From::h, ""});
         st.h.erase(it);
       }
     }
@@ -551,9 +599,10 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       const std::string& value = argv[i + 1];
       st.g[field] = value;
       if (!is_member(field)) continue;  // bookkeeping of older versions ("permits", "x")
-      // A grant (or a move); the value is "<fence>" or "<fence>:<granted ms>".
+      // A grant, or the inline holder moved into h (inflate); the value is
+      // "<fence>" or "<fence>:<granted ms>".
       std::string fence = value.substr(0, value.find(':'));
-      if (!moved(name, st, field, fence)) grant(ts, name, st, field, fence);
+      if (!(st.h.count(field) && moved(name, field, fence, From::o))) grant(ts, name, st, field, fence);
     }
   } else if (cmd == "hdel" && suffix == "g") {
     for (size_t i = 2; i < argv.size(); ++i) st.g.erase(argv[i]);
@@ -562,24 +611,58 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
   }
 }
 
-// HSET/HDEL on the record: a new ticket ("s" alone), an inline grant ("o"
-// set: its fence is "s"), a renewal ("d" alone), a dropped inline holder
-// (HDEL "o", also the first step of a move into h and g).
+// HSET/HDEL on the record: a new ticket ("s"), the permit count ("p"), x.
+// An older version's inline holder (o, d, t) leaves it (HDEL "o"): the
+// upgrade moves it into o (inline_set), or drops it (judged as a removal).
 void ServerLog::record_cmd(std::int64_t ts, const std::string& cmd, const std::vector<std::string>& argv,
                            const std::string& name, NameState& st) {
   if (cmd == "hdel") {
-    if (std::find(argv.begin() + 2, argv.end(), "o") != argv.end()) inline_removed(ts, name, st);
+    if (std::find(argv.begin() + 2, argv.end(), "o") != argv.end()) record_holder_removed(ts, name, st);
     for (size_t i = 2; i < argv.size(); ++i) st.rec.erase(argv[i]);
     return;
   }
   if (cmd != "hset") return;
-  bool inline_grant = false;
-  for (size_t i = 2; i + 1 < argv.size(); i += 2) inline_grant = inline_grant || argv[i] == "o";
-  if (inline_grant) inline_removed(ts, name, st);  // an inline holder overwritten is gone
   for (size_t i = 2; i + 1 < argv.size(); i += 2) st.rec[argv[i]] = argv[i + 1];
-  if (!inline_grant) return;
-  grant(ts, name, st, st.rec["o"], st.rec["s"]);
-  if (!tainted_.count(name)) permit_checks_.emplace(name, "an inline grant to " + st.rec["o"]);
+}
+
+// SET, PEXPIRE and PEXPIREAT of o (GET and PTTL only read it; DEL is a
+// removal: lua).
+void ServerLog::inline_cmd(std::int64_t ts, const std::string& cmd, const std::vector<std::string>& argv,
+                           const std::string& name, NameState& st) {
+  if (cmd == "set") {
+    inline_set(ts, argv, name, st);
+    return;
+  }
+  if ((cmd != "pexpire" && cmd != "pexpireat") || argv.size() < 3) return;
+  // A renewal (acquire's retry, heartbeat): the script found o its caller's,
+  // so o is there even if its deadline passed here a moment ago.
+  if (!st.o) st.o.swap(st.o_expired);
+  if (!st.o) return;
+  // PEXPIREAT: Redis keeps o while its clock (ms) is at most the time set.
+  const std::int64_t deadline =
+      cmd == "pexpireat" ? std::atoll(argv[2].c_str()) : o_deadline(ts, script_ts_, std::atoll(argv[2].c_str()));
+  const bool gt = argv.size() > 3 && lower(argv[3]) == "gt";  // never shortens it
+  st.o->deadline_ms = gt ? std::max(st.o->deadline_ms, deadline) : deadline;
+}
+
+// SET o "<member> <fence> <permits> <granted ms>" PX <ms>: an inline grant
+// of that fence; or, re-creating the holder this script just took out of an
+// older version's record (same member and fence), the upgrade: a move.
+// Whatever o held before is gone.
+void ServerLog::inline_set(std::int64_t ts, const std::vector<std::string>& argv, const std::string& name,
+                           NameState& st) {
+  if (argv.size() < 3) return;
+  auto w = words(argv[2]);
+  w.resize(3);
+  Inline o{w[0], w[1], w[2], kForever};
+  for (size_t i = 3; i + 1 < argv.size(); ++i) {
+    if (lower(argv[i]) == "px") o.deadline_ms = o_deadline(ts, script_ts_, std::atoll(argv[i + 1].c_str()));
+  }
+  inline_removed(ts, name, st);  // one overwritten: judged as a removal
+  st.o = o;
+  if (moved(name, o.member, o.fence, From::record)) return;
+  grant(ts, name, st, o.member, o.fence);
+  if (!tainted_.count(name)) permit_checks_.emplace(name, "an inline grant to " + o.member);
 }
 
 void ServerLog::remove_waiter(std::int64_t ts, const std::string& name, NameState& st, const std::string& m) {
@@ -622,14 +705,14 @@ void ServerLog::grant(std::int64_t ts, const std::string& name, NameState& st, c
   grants_.push_back(ServerGrant{name, member, fence, ts, epoch_});
 }
 
-// The inline holder this script dropped, now in h with its deadline and in g
-// with its fence: a move (inflate), neither a removal nor a new grant.
-bool ServerLog::moved(const std::string& name, const NameState& st, const std::string& member,
-                      const std::string& fence_text) {
-  auto h = st.h.find(member);
+// A holder this script removed from `from` with this fence, now re-created
+// (in h and g out of o: inflate; in o out of an older version's record: the
+// upgrade): a move, neither a removal nor a new grant. Recognised by member
+// and fence: the deadline is carried as now + PTTL, which may differ from
+// the replay's by a ms.
+bool ServerLog::moved(const std::string& name, const std::string& member, const std::string& fence_text, From from) {
   auto it = std::find_if(h_removed_.begin(), h_removed_.end(), [&](const HRemoval& r) {
-    return !r.fence.empty() && r.fence == fence_text && r.name == name && r.member == member && h != st.h.end() &&
-           h->second == r.deadline;
+    return r.from == from && !r.fence.empty() && r.fence == fence_text && r.name == name && r.member == member;
   });
   if (it == h_removed_.end()) return false;
   h_removed_.erase(it);
@@ -637,24 +720,36 @@ bool ServerLog::moved(const std::string& name, const NameState& st, const std::s
   return true;
 }
 
-// The inline holder (if any) leaves the record: judged as a removal from h,
-// unless it turns out to be a move.
-void ServerLog::inline_removed(std::int64_t ts, const std::string& name, const NameState& st) {
+// The inline holder leaves o (DEL, or a SET over it): judged as a removal
+// from h, unless it turns out to be a move. One whose deadline passed here
+// (o_expired) is never judged live; it is only recognised if it moves.
+void ServerLog::inline_removed(std::int64_t ts, const std::string& name, NameState& st) {
+  const auto& o = st.o ? st.o : st.o_expired;
+  if (o) h_removed_.push_back(HRemoval{name, o->member, static_cast<double>(o->deadline_ms), ts, From::o, o->fence});
+  st.o.reset();
+  st.o_expired.reset();
+}
+
+// An older version's inline holder (the record's o, d, t; its fence is s)
+// leaves the record: judged as a removal, unless it moves into o.
+void ServerLog::record_holder_removed(std::int64_t ts, const std::string& name, const NameState& st) {
   auto o = st.rec.find("o");
   if (o == st.rec.end()) return;
   auto d = st.rec.find("d");
   auto s = st.rec.find("s");
-  h_removed_.push_back(
-      HRemoval{name, o->second, d == st.rec.end() ? 0 : score(d->second), ts, s == st.rec.end() ? "" : s->second});
+  h_removed_.push_back(HRemoval{name, o->second, d == st.rec.end() ? 0 : score(d->second), ts, From::record,
+                                s == st.rec.end() ? "" : s->second});
 }
 
-// At most `permits` holders (h's and the inline one), the count stored in
-// the record.
+// At most `permits` holders: h's, the inline one and an older version's
+// still in the record. The count is the record's (kept while the name has
+// its queue structure), else the inline holder's own (o's value).
 void ServerLog::check_permits(const std::string& name, const NameState& st, const std::string& after) {
   auto p = st.rec.find("p");
-  const std::size_t holders = st.h.size() + st.rec.count("o");
+  const std::string text = p != st.rec.end() ? p->second : st.o ? st.o->permits : "";
+  const std::size_t holders = st.h.size() + (st.o ? 1 : 0) + st.rec.count("o");
   std::uint64_t permits = 0;
-  if (p != st.rec.end() && positive_integer(p->second, permits) && holders > permits) {
+  if (positive_integer(text, permits) && holders > permits) {
     violation(name + ": " + std::to_string(holders) + " holders for " + std::to_string(permits) + " permit(s) after " +
               after);
   }
@@ -700,8 +795,9 @@ void ServerLog::finish_script() {
     if ((kind_ == "release" || kind_ == "evict") && own_.count(r.member)) continue;
     const auto ts_ms = r.ts / 1000;  // whole ms, floored on purpose
     if (r.deadline > static_cast<double>(ts_ms)) {
-      violation(r.name + ": live holder " + r.member + " (deadline " + fmt(r.deadline) + ") removed by " + kind_ +
-                " at " + std::to_string(r.ts / 1000));
+      const char* where = r.from == From::o ? " from o" : r.from == From::record ? " from the record" : "";
+      violation(r.name + ": live holder " + r.member + " (deadline " + fmt(r.deadline) + ") removed" + where + " by " +
+                kind_ + " at " + std::to_string(r.ts / 1000));
     }
   }
   for (auto& nm : new_holders_) {

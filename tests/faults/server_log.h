@@ -1,11 +1,12 @@
 #pragma once
 // ServerLog: a MONITOR connection to the lock server that replays, command by
-// command, what the Lua scripts do to each name's q, w, h, g and seq (its
-// record, which may keep an uncontended holder inline), and checks
-// the protocol's invariants on the server's own execution order:
-//   - a grant (HSET g member fence, or an inline grant: HSET seq ... s fence
-//     o member) goes to the lowest ticket: no waiter with a smaller ticket is
-//     still queued at that moment (FIFO, no barging);
+// command, what the Lua scripts do to each name's q, w, h, g, seq (its
+// record) and o (its uncontended holder, kept inline: protocol version 5),
+// and checks the protocol's invariants on the server's own execution order:
+//   - a grant (HSET g member fence, or an inline grant: SET o "<member>
+//     <fence> <permits> <granted ms>" PX lease) goes to the lowest ticket: no
+//     waiter with a smaller ticket is still queued at that moment (FIFO, no
+//     barging);
 //   - fences of successive grants of a name strictly increase (per epoch);
 //   - at most `permits` holders: the entries in h and the inline holder;
 //   - a waiter is removed from q without being granted only by its own
@@ -13,11 +14,14 @@
 //     passed (w: process -> deadline, protocol version 4; a live waiter is
 //     never skipped), and a process leaves w only once its deadline has
 //     passed (its waiters stay in q: a later script could not judge them); a
-//     holder (in h or inline) is removed only by its own
-//     release or once its deadline has passed (a grant never moves on
-//     early); moving the inline holder into h and g with its fence (inflate)
-//     is neither a removal nor a new grant;
+//     holder (in h, or inline in o) is removed only by its own release (or
+//     an evict) or once its deadline has passed (a grant never moves on
+//     early); moving the inline holder into h and g with its fence (inflate),
+//     or an older version's out of the record into o (the upgrade), is
+//     neither a removal nor a new grant;
 //   - the idle cleanup (DEL g w) runs only when q and h are empty.
+// Redis deletes o when its PX runs out, with no command MONITOR could show:
+// the replay drops it at its deadline (see o_deadline in server_log.cpp).
 // Every grant is kept (name, member, fence, time, epoch) so the client-side
 // history can be linked to it. FLUSHALL/FLUSHDB and a server restart that
 // lost data start a new epoch (fences restart). After a reconnect (server
@@ -29,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -79,28 +84,46 @@ class ServerLog {
   const std::set<std::string>& tainted() const { return tainted_; }
 
  private:
+  // The inline holder: o = "<member> <fence> <permits> <granted ms>".
+  struct Inline {
+    std::string member, fence, permits;
+    std::int64_t deadline_ms = 0;  // Redis holds o at least until then (o_deadline)
+  };
   struct NameState {
     std::map<std::string, double> q, w, h;  // w as the server keeps it: process -> deadline (version 4)
     std::map<std::string, std::string> g;
-    std::map<std::string, std::string> rec;  // seq, the record: v, s, p, x and the inline holder o, d, t
+    // seq, the record: v, s, p, x; and an older version's inline holder
+    // (o, d, t: versions 2 to 4) until the upgrade moves it into o.
+    std::map<std::string, std::string> rec;
+    std::optional<Inline> o;  // while its deadline has not passed
+    // The last o whose deadline passed (expire): Redis may still have held
+    // it for a ms, so a script may yet renew it or move it into h.
+    std::optional<Inline> o_expired;
     std::uint64_t last_fence = 0;
     std::map<std::string, std::int64_t> expire_at;  // suffix -> us (PEXPIRE by the scripts)
   };
-  // Drops the structures of `name` whose TTL ran out before `ts` (Redis
-  // expires keys without any command MONITOR could show).
+  // Drops the structures of `name` whose TTL ran out before `ts`, and its
+  // inline holder once its deadline has passed (Redis expires keys without
+  // any command MONITOR could show).
   void expire(const std::string& name, std::int64_t ts);
   void run();
   bool connect_and_resync();
   void handle_line(const std::string& line);
-  void apply_snapshot(const redisReply& r);
+  void apply_snapshot(const redisReply& r, std::int64_t ts);
   void lua(std::int64_t ts, const std::vector<std::string>& argv);
   void client_cmd(std::int64_t ts, const std::vector<std::string>& argv);
   void record_cmd(std::int64_t ts, const std::string& cmd, const std::vector<std::string>& argv,
                   const std::string& name, NameState& st);
+  void inline_cmd(std::int64_t ts, const std::string& cmd, const std::vector<std::string>& argv,
+                  const std::string& name, NameState& st);
+  void inline_set(std::int64_t ts, const std::vector<std::string>& argv, const std::string& name, NameState& st);
   void grant(std::int64_t ts, const std::string& name, NameState& st, const std::string& member,
              const std::string& fence_text);
-  bool moved(const std::string& name, const NameState& st, const std::string& member, const std::string& fence_text);
-  void inline_removed(std::int64_t ts, const std::string& name, const NameState& st);
+  // Where a removed holder was kept.
+  enum class From { h, o, record };
+  bool moved(const std::string& name, const std::string& member, const std::string& fence_text, From from);
+  void inline_removed(std::int64_t ts, const std::string& name, NameState& st);
+  void record_holder_removed(std::int64_t ts, const std::string& name, const NameState& st);
   void check_permits(const std::string& name, const NameState& st, const std::string& after);
   // Takes q's member `m` out as a ZREM or ZPOPMIN of the script does,
   // noting its process's liveness deadline.
@@ -139,6 +162,7 @@ class ServerLog {
 
   // Current script execution.
   bool in_script_ = false;
+  std::int64_t script_ts_ = 0;  // its EVALSHA line's time: stamped before it runs
   std::string kind_;
   std::set<std::string> own_;
   // w entry (a process) -> its deadline when this script first removed it
@@ -154,7 +178,8 @@ class ServerLog {
     std::string name, member;
     double deadline = 0;
     std::int64_t ts = 0;
-    std::string fence;  // an inline holder's (its record's s): it may be moving into h and g
+    From from = From::h;
+    std::string fence;  // an inline holder's (o's, or an older record's s): it may be moving (moved)
   };
   std::vector<HRemoval> h_removed_;
   std::set<std::pair<std::string, std::string>> granted_;  // (name, member)

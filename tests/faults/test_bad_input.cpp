@@ -615,7 +615,7 @@ TEST(ScriptArgv, MalformedArgvGetsFlbadargAndChangesNothing) {
   ASSERT_EQ(waiter.acquire(60000, 60000).substr(0, 2), "0\n");
   auto snapshot = [&] {
     std::string out;
-    for (const char* suffix : {"q", "w", "h", "g", "seq"}) out += s.cmd({"DUMP", qkey(name, suffix)}) + "|";
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o"}) out += s.cmd({"DUMP", qkey(name, suffix)}) + "|";
     return out;
   };
   const std::string before = snapshot();
@@ -698,8 +698,8 @@ TEST(ScriptArgv, MalformedArgvGetsFlbadargAndChangesNothing) {
   for (const auto& c : calls) {
     std::string src(c.source);
     if (!shas.count(src)) shas[src] = s.cmd({"SCRIPT", "LOAD", src});
-    std::vector<std::string> argv = {"EVALSHA", shas[src], "5"};
-    for (const char* suffix : {"q", "w", "h", "g", "seq"}) argv.push_back(qkey(name, suffix));
+    std::vector<std::string> argv = {"EVALSHA", shas[src], "6"};
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o"}) argv.push_back(qkey(name, suffix));
     argv.insert(argv.end(), c.argv.begin(), c.argv.end());
     std::string reply = s.cmd(argv);
     ++tried;
@@ -711,7 +711,8 @@ TEST(ScriptArgv, MalformedArgvGetsFlbadargAndChangesNothing) {
   g_inputs += tried;
   holder.release();
   waiter.release();
-  s.cmd({"DEL", qkey(name, "q"), qkey(name, "w"), qkey(name, "h"), qkey(name, "g"), qkey(name, "seq")});
+  s.cmd(
+      {"DEL", qkey(name, "q"), qkey(name, "w"), qkey(name, "h"), qkey(name, "g"), qkey(name, "seq"), qkey(name, "o")});
 }
 
 // A script called with the wrong number of keys must not run on nil keys
@@ -730,7 +731,7 @@ TEST(ScriptArgv, WrongNumberOfKeysGetsFlbadarg) {
     ways.emplace_back("FCALL", std::string(script.function));
   }
   for (const auto& [command, script] : ways) {
-    for (int nkeys : {0, 4, 6}) {
+    for (int nkeys : {0, 5, 7}) {
       std::vector<std::string> argv = {command, script, std::to_string(nkeys)};
       for (int i = 0; i < nkeys; ++i) argv.push_back(qkey(name, std::to_string(i)));
       for (const auto& a : {m, std::string("1"), std::string("1000"), std::string("1000"), std::string("q")}) {

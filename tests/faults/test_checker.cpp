@@ -149,7 +149,8 @@ struct Feed {
     log.feed(s);
   }
   void script(std::string_view sha, std::vector<std::string> args) {
-    std::vector<std::string> v = {"evalsha", std::string(sha), "5", key("q"), key("w"), key("h"), key("g"), key("seq")};
+    std::vector<std::string> v = {"evalsha", std::string(sha), "6",        key("q"), key("w"),
+                                  key("h"),  key("g"),         key("seq"), key("o")};
     v.insert(v.end(), args.begin(), args.end());
     line(false, v);
   }
@@ -389,48 +390,88 @@ TEST(ServerLogReplay, FlushallStartsANewEpoch) {
   EXPECT_EQ(f.log.grants().back().epoch, 1);
 }
 
-// An uncontended grant kept inline in the record (seq), as acquire writes it.
-void inline_grant(Feed& f, const std::string& member, const std::string& fence) {
-  f.script(acquire_sha, {member, "1", "1000", "1000", "q"});
-  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p", "x"});
+// An uncontended grant kept inline in o, as acquire writes it: the new
+// ticket into the record, then o with the grant deadline as its expiry.
+void inline_grant(Feed& f, const std::string& member, const std::string& fence, const std::string& lease = "1000") {
+  f.script(acquire_sha, {member, "1", lease, "1000", "q"});
+  f.line(true, {"TIME"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "p", "x"});
   f.line(true, {"EXISTS", key("q"), key("h"), key("g")});
-  f.line(true, {"HSET", key("seq"), "v", "4", "s", fence, "o", member, "d", std::to_string(f.ms() + 1000), "t",
-                std::to_string(f.ms()), "p", "1"});
+  f.line(true, {"GET", key("o")});
+  f.line(true, {"HSET", key("seq"), "v", "5", "s", fence});
+  f.line(true, {"SET", key("o"), member + " " + fence + " 1 " + std::to_string(f.ms()), "PX", lease});
 }
 
-TEST(ServerLogReplay, InlineGrantReleasedByItsOwnerPasses) {
+// release's fast path: the inline holder deletes o.
+void inline_release(Feed& f, const std::string& member) {
+  f.script(release_sha, {member, "1"});
+  f.line(true, {"GET", key("o")});
+  f.line(true, {"DEL", key("o")});
+}
+
+// heartbeat's fast path renews the inline holder (never shortening it).
+// As renew_inline (lua/lib.lua): PTTL, then PEXPIREAT now + lease only when
+// that lengthens the grant (the script saw a shorter PTTL).
+void inline_renew(Feed& f, const std::string& member, const std::string& lease = "1000", bool lengthens = true) {
+  f.script(heartbeat_sha, {"1", "1000", member, lease});
+  f.line(true, {"TIME"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "p", "x"});
+  f.line(true, {"EXISTS", key("q"), key("h"), key("g")});
+  f.line(true, {"GET", key("o")});
+  f.line(true, {"PTTL", key("o")});
+  if (lengthens) f.line(true, {"PEXPIREAT", key("o"), std::to_string(f.ms() + std::stoll(lease))});
+}
+
+// `member` queues behind the inline holder `owner` (fence `fence`): acquire
+// moves the holder into h and g (inflate) with a deadline of now + PTTL,
+// `deadline`, then queues with `ticket`.
+void inflate(Feed& f, const std::string& owner, const std::string& fence, std::int64_t deadline,
+             const std::string& member, const std::string& ticket) {
+  const std::string since = std::to_string(f.ms());
+  f.script(acquire_sha, {member, "1", "1000", "1000", "q"});
+  f.line(true, {"TIME"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "p", "x"});
+  f.line(true, {"EXISTS", key("q"), key("h"), key("g")});
+  f.line(true, {"GET", key("o")});
+  f.line(true, {"PTTL", key("o")});
+  f.line(true, {"DEL", key("o")});
+  f.line(true, {"ZADD", key("h"), std::to_string(deadline), owner});
+  f.line(true, {"HSET", key("g"), owner, fence + ":" + since});
+  f.line(true, {"HSET", key("seq"), "p", "1"});
+  f.line(true, {"HSET", key("seq"), "v", "5", "s", ticket});
+  f.line(true, {"ZADD", key("q"), ticket, member});
+  f.line(true, {"ZADD", key("w"), std::to_string(f.ms() + 1000), member.substr(0, member.find(':'))});
+  f.line(true, {"PEXPIREAT", key("h"), std::to_string(f.ms() + 7000)});
+}
+
+TEST(ServerLogReplay, InlineGrantRenewedAndReleasedByItsOwnerPasses) {
   Feed f;
   inline_grant(f, "pa:1", "5");
-  f.script(heartbeat_sha, {"1", "1000", "pa:1", "1000"});  // the fast path renews it
-  f.line(true, {"HSET", key("seq"), "d", std::to_string(f.ms() + 1000)});
-  f.script(release_sha, {"pa:1", "1"});
-  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  inline_renew(f, "pa:1");
+  inline_release(f, "pa:1");
   inline_grant(f, "pb:2", "6");
   EXPECT_TRUE(f.done().empty()) << f.done().front();
   ASSERT_EQ(f.log.grants().size(), 2u);
   EXPECT_EQ(f.log.grants()[0].member, "pa:1");
   EXPECT_EQ(f.log.grants()[0].fence, 5u);
+  EXPECT_EQ(f.log.grants()[1].fence, 6u);
 }
 
 // Contention moves the inline holder into h and g with its fence: not a new
-// grant, not a removal; the queue then hands off in order.
+// grant, not a removal; the queue then hands off in order. The deadline in
+// h is now + PTTL, a ms off the replay's own: the move is recognised by
+// member and fence.
 TEST(ServerLogReplay, InflateMovesTheInlineHolderWithoutANewGrant) {
   Feed f;
   inline_grant(f, "pa:1", "5");
-  std::string deadline = std::to_string(f.ms() + 1000), since = std::to_string(f.ms());
-  f.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
-  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p", "x"});
-  f.line(true, {"HDEL", key("seq"), "o", "d", "t"});
-  f.line(true, {"ZADD", key("h"), deadline, "pa:1"});
-  f.line(true, {"HSET", key("g"), "pa:1", "5:" + since});
-  f.line(true, {"HSET", key("seq"), "v", "4", "s", "6"});
-  f.line(true, {"ZADD", key("q"), "6", "pb:2"});
-  f.line(true, {"ZADD", key("w"), std::to_string(f.ms() + 1000), "pb"});
-  f.line(true, {"PEXPIREAT", key("h"), std::to_string(f.ms() + 7000)});
+  inflate(f, "pa:1", "5", f.ms() + 1001, "pb:2", "6");
   EXPECT_TRUE(f.done().empty()) << f.done().front();
   EXPECT_EQ(f.log.grants().size(), 1u);
   f.script(release_sha, {"pa:1", "1"});
-  f.line(true, {"HMGET", key("seq"), "v", "s", "o", "d", "t", "p", "x"});
+  f.line(true, {"GET", key("o")});
+  f.line(true, {"TIME"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "p", "x"});
+  f.line(true, {"ZRANGE", key("h"), "0", "1", "WITHSCORES"});
   f.line(true, {"ZPOPMIN", key("q")});
   f.line(true, {"ZSCORE", key("w"), "pb"});
   f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), "pb:2"});
@@ -442,11 +483,25 @@ TEST(ServerLogReplay, InflateMovesTheInlineHolderWithoutANewGrant) {
   EXPECT_EQ(f.log.grants()[1].fence, 6u);
 }
 
+// Only the holder o held moves: another fence, or another member, put into
+// h in its place is a grant (here of no new fence), and the holder is gone.
+TEST(ServerLogReplay, FlagsAMoveIntoHThatChangesTheFenceOrTheMember) {
+  Feed fence;
+  inline_grant(fence, "pa:1", "5");
+  inflate(fence, "pa:1", "4", fence.ms() + 1000, "pb:2", "6");
+  EXPECT_TRUE(any(fence.done(), "fence 4 granted after fence 5"));
+  Feed member;
+  inline_grant(member, "pa:1", "5");
+  inflate(member, "pf:9", "5", member.ms() + 1000, "pb:2", "6");
+  auto v = member.done();
+  EXPECT_TRUE(any(v, "fence 5 granted after fence 5"));
+  EXPECT_TRUE(any(v, "live holder pa:1 (deadline"));
+}
+
 TEST(ServerLogReplay, FlagsAnInlineGrantWhoseFenceIsNotAboveTheLast) {
   Feed f;
   inline_grant(f, "pa:1", "5");
-  f.script(release_sha, {"pa:1", "1"});
-  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  inline_release(f, "pa:1");
   inline_grant(f, "pb:2", "5");
   EXPECT_TRUE(any(f.done(), "fence 5 granted after fence 5"));
 }
@@ -460,30 +515,217 @@ TEST(ServerLogReplay, FlagsAnInlineGrantThatSkipsAWaiter) {
   EXPECT_TRUE(any(v, "2 holders for 1 permit(s) after an inline grant to pd:4"));
 }
 
-TEST(ServerLogReplay, FlagsALiveInlineHolderDroppedByAnotherScript) {
+// A SET o over a live inline holder takes its grant away.
+TEST(ServerLogReplay, FlagsAnInlineGrantOverALiveInlineHolder) {
   Feed f;
   inline_grant(f, "pa:1", "5");
-  f.line(false, {"ping"}, f.t + 2000000);  // pa:1's deadline has passed: another may take the name
+  inline_grant(f, "pb:2", "6");
+  auto v = f.done();
+  ASSERT_EQ(v.size(), 1u) << testing::PrintToString(v);
+  EXPECT_TRUE(any(v, "live holder pa:1 (deadline"));
+  EXPECT_TRUE(any(v, "removed from o by acquire"));
+}
+
+// Redis deletes o when its PX runs out: the name is free again, without a
+// command in the log. Deleting o is judged like a removal from h.
+TEST(ServerLogReplay, FlagsALiveInlineHolderDeletedByAnotherScriptButNotAnExpiredOne) {
+  Feed f;
+  inline_grant(f, "pa:1", "5");
+  f.line(false, {"ping"}, f.t + 2000000);  // pa:1's o has expired
+  f.script(release_sha, {"pz:9", "1"});    // another's release, as drop_queue deletes
+  f.line(true, {"DEL", key("h"), key("g"), key("w"), key("o")});
+  inline_grant(f, "pb:2", "6");  // the name is free
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  f.script(release_sha, {"pz:9", "1"});
+  f.line(true, {"DEL", key("h"), key("g"), key("w"), key("o")});
+  auto v = f.done();
+  ASSERT_EQ(v.size(), 1u) << testing::PrintToString(v);
+  EXPECT_TRUE(any(v, "live holder pb:2"));
+  EXPECT_TRUE(any(v, "removed from o by release"));
+}
+
+// The operator's evict may delete the live inline holder it names; one
+// that names another member may not.
+TEST(ServerLogReplay, EvictMayDeleteALiveInlineHolder) {
+  Feed f;
+  inline_grant(f, "pa:1", "5");
+  f.script(evict_sha, {"pa:1", "1"});
+  f.line(true, {"TIME"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "p", "x"});
+  f.line(true, {"GET", key("o")});
+  f.line(true, {"DEL", key("o")});
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  inline_grant(f, "pb:2", "6");
+  f.script(evict_sha, {"pc:3", "1"});  // evict names another member
+  f.line(true, {"DEL", key("o")});
+  EXPECT_TRUE(any(f.done(), "live holder pb:2"));
+}
+
+// A renewal (PTTL, then PEXPIREAT when it lengthens the grant) moves o's
+// deadline later: a renewed holder is live past its first deadline.
+TEST(ServerLogReplay, ARenewalByPexpireatKeepsTheInlineHolderLive) {
+  Feed f;
+  inline_grant(f, "pa:1", "5");
+  f.line(false, {"ping"}, f.t + 800000);
+  inline_renew(f, "pa:1");                // now until 1.8 s after the grant
+  inline_renew(f, "pa:1", "10", false);   // no shorter: the script sends no PEXPIREAT
+  f.line(false, {"ping"}, f.t + 700000);  // 1.5 s after the grant
+  f.script(heartbeat_sha, {"1", "1000", "pz:9", "1000"});
+  f.line(true, {"DEL", key("o")});
+  auto v = f.done();
+  ASSERT_EQ(v.size(), 1u) << testing::PrintToString(v);
+  EXPECT_TRUE(any(v, "live holder pa:1"));
+  // Without the renewal, o is gone 1.5 s after the grant.
+  Feed g;
+  inline_grant(g, "pa:1", "5");
+  g.line(false, {"ping"}, g.t + 1500000);
+  g.script(heartbeat_sha, {"1", "1000", "pz:9", "1000"});
+  g.line(true, {"DEL", key("o")});
+  EXPECT_TRUE(g.done().empty()) << g.done().front();
+}
+
+// The permit count counts the inline holder beside h's (one there is
+// forged: o never stands beside the queue structure), until its PX runs out.
+TEST(ServerLogReplay, AnInlineHolderCountsAsAHolderUntilItsPxRunsOut) {
+  auto grant_in_h = [](Feed& f) {
+    f.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
+    f.line(true, {"HSET", key("seq"), "v", "5", "s", "6", "p", "1"});
+    f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 1000), "pb:2"});
+    f.line(true, {"HSET", key("g"), "pb:2", "6:" + std::to_string(f.ms())});
+  };
+  Feed live;
+  inline_grant(live, "pa:1", "5");
+  grant_in_h(live);
+  EXPECT_TRUE(any(live.done(), "2 holders for 1 permit(s) after ZADD h pb:2"));
+  Feed expired;
+  inline_grant(expired, "pa:1", "5");
+  expired.line(false, {"ping"}, expired.t + 2000000);
+  grant_in_h(expired);
+  EXPECT_TRUE(expired.done().empty()) << expired.done().front();
+}
+
+// The replay's deadline for o lies up to a ms or two before Redis's own
+// (o_deadline): a script may still find o just after it. Its renewal brings
+// it back, and its move into h is still a move, not a second grant of its
+// fence.
+TEST(ServerLogReplay, AnInlineHolderFoundJustAfterItsDeadlineHereMayStillBeRenewedOrMoved) {
+  Feed moved;
+  inline_grant(moved, "pa:1", "5");
+  const std::int64_t granted = moved.t;
+  moved.line(false, {"ping"}, granted + 1000000);  // the grant's ms + 1000: past the replay's deadline
+  inflate(moved, "pa:1", "5", moved.ms() + 1, "pb:2", "6");
+  EXPECT_TRUE(moved.done().empty()) << moved.done().front();
+  EXPECT_EQ(moved.log.grants().size(), 1u);
+  Feed renewed;
+  inline_grant(renewed, "pa:1", "5");
+  renewed.line(false, {"ping"}, renewed.t + 1000000);
+  inline_renew(renewed, "pa:1");
+  renewed.line(false, {"ping"}, renewed.t + 500000);
+  renewed.script(heartbeat_sha, {"1", "1000", "pz:9", "1000"});
+  renewed.line(true, {"DEL", key("o")});
+  EXPECT_TRUE(any(renewed.done(), "live holder pa:1"));
+}
+
+// Redis reads its clock for PX while it runs the SET; MONITOR stamps the
+// line after. A stamp late by ms (the server descheduled in between) must
+// not stretch the deadline: a later grant that found o expired is no
+// removal of a live holder.
+TEST(ServerLogReplay, ALateMonitorStampDoesNotStretchTheInlineDeadline) {
+  Feed f;
+  f.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
+  const std::int64_t start = f.t;
+  f.line(true, {"HSET", key("seq"), "v", "5", "s", "5"});
+  f.line(true, {"SET", key("o"), "pa:1 5 1 " + std::to_string(start / 1000), "PX", "1000"}, start + 5000);
+  f.line(false, {"ping"}, start + 1002000);  // 1 s after the script's start, not yet after the SET's stamp
   inline_grant(f, "pb:2", "6");
   EXPECT_TRUE(f.done().empty()) << f.done().front();
-  f.script(heartbeat_sha, {"1", "1000", "pc:3", "1000"});
-  f.line(true, {"HDEL", key("seq"), "o", "d", "t"});  // pb:2's deadline is still ahead, and no move
-  EXPECT_TRUE(any(f.done(), "live holder pb:2"));
+  EXPECT_EQ(f.log.grants().size(), 2u);
+}
+
+// An older version (2 to 4) kept its inline holder in the record (o, d, t;
+// its fence s). The first version 5 call moves it into o: the same grant,
+// renewed as any other, and live (another script's DEL o is flagged).
+TEST(ServerLogReplay, TheUpgradeMovesARecordsInlineHolderIntoO) {
+  Feed f;
+  const std::string d = std::to_string(f.ms() + 5000), t = std::to_string(f.ms());
+  // The record version 4 left (a script's line, so the replay takes it as is).
+  f.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
+  f.line(true, {"HSET", key("seq"), "v", "4", "s", "5", "o", "pa:1", "d", d, "t", t, "p", "1"});
+  f.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
+  f.line(true, {"TIME"});
+  f.line(true, {"HMGET", key("seq"), "v", "s", "p", "x"});
+  f.line(true, {"HMGET", key("seq"), "o", "d", "t"});
+  f.line(true, {"EXISTS", key("q"), key("h"), key("g")});
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  f.line(true, {"SET", key("o"), "pa:1 5 1 " + t, "PX", "4990"});
+  f.line(true, {"HSET", key("seq"), "v", "5"});
+  f.line(true, {"PTTL", key("o")});  // the retry's renewal: 4990 ms left, not lengthened
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  EXPECT_TRUE(f.log.grants().empty());
+  f.script(heartbeat_sha, {"1", "1000", "pz:9", "1000"});
+  f.line(true, {"DEL", key("o")});  // the moved holder is live
+  EXPECT_TRUE(any(f.done(), "live holder pa:1"));
+}
+
+// The upgrade may only move the holder it took out: another member or
+// fence in o is a grant, and the record's holder is gone.
+TEST(ServerLogReplay, FlagsAnUpgradeThatReplacesTheRecordsInlineHolder) {
+  Feed f;
+  const std::string d = std::to_string(f.ms() + 5000), t = std::to_string(f.ms());
+  f.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
+  f.line(true, {"HSET", key("seq"), "v", "4", "s", "5", "o", "pa:1", "d", d, "t", t, "p", "1"});
+  f.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
+  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  f.line(true, {"SET", key("o"), "pb:2 5 1 " + t, "PX", "4990"});
+  auto v = f.done();
+  EXPECT_TRUE(any(v, "live holder pa:1 (deadline " + d + ") removed from the record by acquire"));
+  ASSERT_EQ(f.log.grants().size(), 1u);
+  EXPECT_EQ(f.log.grants()[0].member, "pb:2");
 }
 
 // A version 1 counter (a STRING) rewritten as a record keeps the last fence.
 TEST(ServerLogReplay, VersionOneMigrationKeepsTheLastFence) {
   Feed f;
   inline_grant(f, "pa:1", "7");
-  f.script(release_sha, {"pa:1", "1"});
-  f.line(true, {"HDEL", key("seq"), "o", "d", "t", "p"});
+  inline_release(f, "pa:1");
   f.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
   f.line(true, {"TYPE", key("seq")});
   f.line(true, {"DEL", key("seq")});
-  f.line(true, {"HSET", key("seq"), "v", "4", "s", "7"});
+  f.line(true, {"HSET", key("seq"), "v", "5", "s", "7"});
   EXPECT_TRUE(f.done().empty()) << f.done().front();
   inline_grant(f, "pb:2", "7");
   EXPECT_TRUE(any(f.done(), "fence 7 granted after fence 7"));
+}
+
+// A resync reads o with its PTTL (the snapshot): a holder kept inline
+// before the log started is known, so its move into h when a second caller
+// queues is not taken for a grant of its fence.
+TEST(ServerLogReplay, TheSnapshotTakesTheInlineHolder) {
+  Options o;
+  o.url = test::server().url();
+  Client client(o);
+  const std::string name = "replay-snapshot:" + std::to_string(::getpid());
+  FairLock first(client, name);
+  first.lock();  // nobody else uses the name: kept inline
+  const std::uint64_t first_fence = first.fence();
+  ServerLog log(test::server().port());
+  std::uint64_t second_fence = 0;
+  std::thread second([&] {
+    FairLock lock(client, name);
+    lock.lock();
+    second_fence = lock.fence();
+    lock.unlock();
+  });
+  EXPECT_TRUE(eventually([&] { return zcard(test::server(), name, "q") == 1; }));  // queued: moved into h
+  first.unlock();
+  second.join();
+  ASSERT_TRUE(log.stop());
+  for (const auto& v : log.violations()) ADD_FAILURE() << v;
+  std::vector<std::uint64_t> fences;
+  for (const auto& g : log.grants()) {
+    if (g.name == name) fences.push_back(g.fence);
+  }
+  EXPECT_EQ(fences, std::vector<std::uint64_t>{second_fence}) << "the first holder's fence: " << first_fence;
 }
 
 // The live log against a real server and the real library: no violations,

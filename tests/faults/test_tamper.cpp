@@ -330,11 +330,15 @@ class TamperScripts : public ::testing::Test {
   RawParticipant holder{s, name, "p00000000000000aa:00000000000000000000000000000009"};
   RawParticipant w1{s, name, "p00000000000000aa:00000000000000000000000000000001"};
   RawParticipant w2{s, name, "p00000000000000aa:00000000000000000000000000000002"};
-  void TearDown() override { s.cmd({"DEL", k(name, "q"), k(name, "w"), k(name, "h"), k(name, "g"), k(name, "seq")}); }
+  void TearDown() override {
+    s.cmd({"DEL", k(name, "q"), k(name, "w"), k(name, "h"), k(name, "g"), k(name, "seq"), k(name, "o")});
+  }
+  // An inline holder written into o behind the scripts' backs.
+  void forge_inline(const RawParticipant& p) { s.cmd({"SET", k(name, "o"), p.member() + " 5 1 1", "PX", "30000"}); }
   std::vector<std::string> heartbeat(const std::vector<std::string>& members) {
     std::string sha = s.cmd({"SCRIPT", "LOAD", std::string(detail::lua::heartbeat_source)});
-    std::vector<std::string> argv = {"EVALSHA", sha, "5"};
-    for (const char* suffix : {"q", "w", "h", "g", "seq"}) argv.push_back(k(name, suffix));
+    std::vector<std::string> argv = {"EVALSHA", sha, "6"};
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o"}) argv.push_back(k(name, suffix));
     argv.emplace_back("1");
     argv.emplace_back("10000");
     for (const auto& m : members) {
@@ -412,20 +416,36 @@ TEST_F(TamperScripts, GarbagePermitCountNeverOvergrantsALock) {
   }
 }
 
-// The holder kept inline in the record (an uncontended name): garbage in
-// its fields makes it count as expired or gives a typed error, never two
-// holders at once or a garbage fence.
+// The holder kept inline (an uncontended name) in o, beside the record:
+// garbage in o's value or expiry, or in the record, makes it count as
+// expired or gives a typed error, never two holders at once or a garbage
+// fence.
 TEST_F(TamperScripts, GarbageInTheRecordNeverDoubleGrantsOrBecomesAFence) {
-  const std::vector<std::pair<const char*, const char*>> damage = {
-      {"d", "inf"}, {"d", "1e300"}, {"d", "-inf"}, {"d", "abc"}, {"s", "abc"},  {"s", "1e300"},
-      {"s", "-5"},  {"o", ""},      {"p", "0"},    {"p", "abc"}, {"t", "9e99"}, {"v", "abc"}};
-  for (const auto& [field, value] : damage) {
-    s.cmd({"DEL", k(name, "q"), k(name, "w"), k(name, "h"), k(name, "g"), k(name, "seq")});
+  const std::string m = holder.member();
+  const std::vector<std::vector<std::string>> damage = {
+      {"HSET", k(name, "seq"), "s", "abc"},
+      {"HSET", k(name, "seq"), "s", "1e300"},
+      {"HSET", k(name, "seq"), "s", "-5"},
+      {"HSET", k(name, "seq"), "p", "0"},
+      {"HSET", k(name, "seq"), "p", "abc"},
+      {"HSET", k(name, "seq"), "v", "abc"},
+      {"SET", k(name, "o"), "", "KEEPTTL"},
+      {"SET", k(name, "o"), "garbage", "KEEPTTL"},
+      {"SET", k(name, "o"), m + " abc 1 1", "KEEPTTL"},
+      {"SET", k(name, "o"), m + " 9007199254740993 1 1", "KEEPTTL"},
+      {"SET", k(name, "o"), m + " 5 0 1", "KEEPTTL"},
+      {"SET", k(name, "o"), m + " 5 1 99999999999999999999", "KEEPTTL"},
+      {"PERSIST", k(name, "o")},
+      {"PEXPIRE", k(name, "o"), "99999999999"}};
+  for (const auto& tamper : damage) {
+    s.cmd({"DEL", k(name, "q"), k(name, "w"), k(name, "h"), k(name, "g"), k(name, "seq"), k(name, "o")});
     auto first = split(holder.acquire(10000, 10000), '\n');
     ASSERT_EQ(first[0], "1");
-    s.cmd({"HSET", k(name, "seq"), field, value});
+    s.cmd(tamper);
     auto r = split(w1.acquire(10000, 10000), '\n');
-    const std::string what = std::string("record ") + field + " = '" + value + "': ";
+    std::string what;
+    for (const auto& a : tamper) what += a + " ";
+    what += ": ";
     if (r[0] == "1") {  // the damaged holder counts as expired
       long double f = std::strtold(r[1].c_str(), nullptr);
       EXPECT_TRUE(f >= 1 && f < 9007199254740992.0L) << what << "the fence " << r[1];
@@ -439,21 +459,20 @@ TEST_F(TamperScripts, GarbageInTheRecordNeverDoubleGrantsOrBecomesAFence) {
   }
 }
 
-// An inline holder forged into the record while the name has a queue (it
-// can never be there then) is never confirmed: not to an acquire retry, not
+// An inline holder forged into o while the name has a queue (it can never
+// be there then) is never confirmed: not to an acquire retry, not
 // to a heartbeat, and a release of the real holder does not move it into h.
 TEST_F(TamperScripts, AnInlineHolderBesideTheQueueIsNeverConfirmed) {
   ASSERT_EQ(split(holder.acquire(60000, 60000), '\n')[0], "1");
   ASSERT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "0");  // queued: the holder moved into h
-  const std::string far = std::to_string(std::stoll(s.cmd({"TIME"}).substr(0, 10)) * 1000 + 30000);
-  s.cmd({"HSET", k(name, "seq"), "o", w1.member(), "d", far});
+  forge_inline(w1);
   EXPECT_EQ(heartbeat({w1.member()})[0], "1") << "a forged inline holder was confirmed by a heartbeat";
   EXPECT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "0") << "a forged inline holder was confirmed by a retry";
-  s.cmd({"HSET", k(name, "seq"), "o", w2.member(), "d", far});
+  forge_inline(w2);
   EXPECT_EQ(split(w1.acquire(60000, 60000, 1, "t"), '\n')[0], "0") << "try: a forged inline holder was taken as busy";
-  s.cmd({"HSET", k(name, "seq"), "o", w1.member(), "d", far});
+  forge_inline(w1);
   EXPECT_EQ(split(w1.acquire(60000, 60000, 1, "t"), '\n')[0], "0") << "try: the caller forged as inline holder";
-  s.cmd({"HSET", k(name, "seq"), "o", w2.member(), "d", far});
+  forge_inline(w2);
   EXPECT_EQ(holder.release(), "1");
   EXPECT_EQ(s.cmd({"ZSCORE", k(name, "h"), w2.member()}), "(nil)") << "the forged holder was moved into h";
   EXPECT_EQ(split(w1.acquire(60000, 60000), '\n')[0], "1") << "the head of the queue was not granted";
