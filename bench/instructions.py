@@ -201,14 +201,17 @@ def contended_grant(conn):
         queue.append(member(10**9 + 1 + j))
         acquire(queue[-1])
 
+    queued_first = []  # the first holder was granted at once, every later one after queueing
+
     def cycle(i):
-        nonlocal holder
+        nonlocal holder, queued_first
         queue.append(member(i))
         replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [queue[-1], 1, 30000, 5000, "f"],
-                                 ["FCALL", "fl_release", 6] + k + [holder, 1]])
+                                 ["FCALL", "fl_release", 6] + k + [holder, 1] + queued_first])
         if replies[0][0] != 0 or replies[1] != 1:
             raise RuntimeError("contended grant: %r" % replies)
         holder = queue.pop(0)
+        queued_first = ["h"]  # as the client says it (release's hint)
     return cycle
 
 

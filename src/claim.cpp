@@ -208,6 +208,7 @@ ReleasePlan Claim::begin_release() {
   ReleasePlan plan;
   if (state_ == State::idle || state_ == State::waiting) return plan;
   plan.member = member_;
+  plan.queued_first = ticket_ != 0;
   if (state_ == State::shut_down) {
     plan.kind = ReleasePlan::Kind::released_at_shutdown;
   } else {

@@ -48,7 +48,8 @@ struct Step {
 struct ReleasePlan {
   enum class Kind { not_held, released_at_shutdown, release } kind = Kind::not_held;
   std::string member;
-  std::string lost_reason;  // non-empty: the grant was known lost before
+  std::string lost_reason;    // non-empty: the grant was known lost before
+  bool queued_first = false;  // the member queued before it was granted (protocol.h: release)
 };
 
 // What an event changed that the driver must act on outside its lock.

@@ -82,7 +82,7 @@ std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool que
   }
   if (stale) {
     client_->session().delist(*stale);
-    release_quietly(*stale);
+    release_quietly(*stale, false);
   }
   client_->session().enlist(member, shared_from_this(), opts_.lease);
   return member;
@@ -208,7 +208,9 @@ void Participant::leave(const std::string& member) noexcept {
 // the head first, its grant runs out by that liveness: nobody renews it.
 void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left) noexcept {
   try {
-    if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_);
+    // Granted while it was giving up: by a handoff, as a rule (the hint
+    // costs a command when wrong, never a wrong answer).
+    if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_, true);
   } catch (const std::exception& e) {
     client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
   }
@@ -239,13 +241,13 @@ Released Participant::release_member(const ReleasePlan& plan) noexcept {
   std::string error;
   try {
     try {
-      released = detail::release(node().server, keys_, plan.member, permits_);
+      released = detail::release(node().server, keys_, plan.member, permits_, plan.queued_first);
     } catch (const ConnectionError& e) {
       // Once more on a fresh connection: the server may have closed ours
       // (restart, CLIENT KILL) just now. If the first attempt did run, this
       // one finds nothing to release: that is not a loss.
       client_->log().debug("fairlock: release of {} failed, retrying once: {}", name_, e.what());
-      detail::release(node().server, keys_, plan.member, permits_);
+      detail::release(node().server, keys_, plan.member, permits_, plan.queued_first);
       released = true;
     }
   } catch (const std::exception& e) {
@@ -266,9 +268,9 @@ Released Participant::release_member(const ReleasePlan& plan) noexcept {
   return Released::lost;
 }
 
-void Participant::release_quietly(const std::string& member) noexcept {
+void Participant::release_quietly(const std::string& member, bool queued_first) noexcept {
   try {
-    detail::release(node().server, keys_, member, permits_);
+    detail::release(node().server, keys_, member, permits_, queued_first);
   } catch (const std::exception& e) {
     client_->log().warn("fairlock: release of {} failed (it expires with its lease): {}", name_, e.what());
   }
@@ -297,7 +299,7 @@ void Participant::abandon() noexcept {
   }
   if (plan.kind == ReleasePlan::Kind::not_held) return;
   client_->session().delist(plan.member);
-  if (plan.kind == ReleasePlan::Kind::release) release_quietly(plan.member);
+  if (plan.kind == ReleasePlan::Kind::release) release_quietly(plan.member, plan.queued_first);
 }
 
 bool Participant::owns() const noexcept {

@@ -80,7 +80,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   bool finish_granted(std::unique_lock<std::mutex>& lk);
   WaitContext wait_context(bool watched) const;
   Released release_member(const ReleasePlan& plan) noexcept;
-  void release_quietly(const std::string& member) noexcept;
+  void release_quietly(const std::string& member, bool queued_first) noexcept;
   void apply(std::unique_lock<std::mutex>& lk, const Effects& fx);
 
   Node& node() const;

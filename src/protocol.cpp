@@ -180,8 +180,10 @@ Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& a) {
   return parse_acquired(*server.run_one(acquire_call(keys, a)));
 }
 
-bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
-  ReplyPtr r = server.run(Script::release, keys, {std::string(member), str(permits)});
+bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first) {
+  std::vector<std::string> args{std::string(member), str(permits)};
+  if (queued_first) args.emplace_back("h");
+  ReplyPtr r = server.run(Script::release, keys, std::move(args));
   return reply_integer(*r) == 1;
 }
 

@@ -94,8 +94,10 @@ Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& args);
 ScriptCall acquire_call(const Keys& keys, const AcquireArgs& args);
 Acquired parse_acquired(const redisReply& reply);
 
-// release: true if the member held a grant and gave it up.
-bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits);
+// release: true if the member held a grant and gave it up. `queued_first`:
+// the member queued before it was granted, so its grant is not kept inline
+// (a hint that saves the contended release a command; never trusted).
+bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first);
 struct ReleaseCall {
   const Keys* keys;
   std::string member;

@@ -220,6 +220,25 @@ TEST_F(ClaimTest, HeldThenLostThenReleaseSaysSo) {
   EXPECT_EQ(claim.begin_release().kind, detail::ReleasePlan::Kind::not_held);
 }
 
+// The release of a grant that came after queueing says so (the script then
+// skips the inline holder's key); one granted at once does not.
+TEST_F(ClaimTest, AReleaseSaysWhetherTheMemberQueuedFirst) {
+  queue();
+  claim.on_signal("pm:1", 7);
+  ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  EXPECT_TRUE(claim.begin_release().queued_first);
+  ASSERT_FALSE(claim.begin("pm:2", true, std::nullopt, "n"));
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  Acquired at_once;
+  at_once.status = Acquired::Status::granted;
+  at_once.fence = 9;
+  claim.on_acquired(at_once, t0);
+  ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  const auto plan = claim.begin_release();
+  EXPECT_EQ(plan.kind, detail::ReleasePlan::Kind::release);
+  EXPECT_FALSE(plan.queued_first);
+}
+
 TEST_F(ClaimTest, ANewWaitAfterALossReleasesTheLostMember) {
   queue();
   claim.on_signal("pm:1", 7);
