@@ -62,9 +62,11 @@ if not has_queue(now) then
     renew_inline(now, lease)
     return {1, owner_fence}
   end
-  if owner_permits ~= permits then return fail('PERMITS', format('%d', owner_permits)) end
-  -- Held, no permit free; unless o's expiry is forged (inflate drops it).
-  if mode == 't' and permits == 1 and inline_deadline(now) then return {-1} end
+  -- Another holds; unless o's expiry is forged (inflate then drops it).
+  if inline_deadline(now) then
+    if owner_permits ~= permits then return fail('PERMITS', format('%d', owner_permits)) end
+    if mode == 't' and permits == 1 then return {-1} end  -- no permit free
+  end
 end
 inflate(now)
 prune_holders(now)

@@ -4,14 +4,18 @@
 -- ARGV: 1 limit   how many waiters to list, from the head (0 .. 100000)
 -- Returns: {now_ms, permits, last_ticket, holder_count, waiter_count,
 --           holders, waiters}
---   permits      the stored permit count (an inline holder's, when held inline), or 0 when the name is idle
+--   permits      the stored permit count (an inline holder's, when held
+--                inline), or 0 if none (idle; a count left by keys that
+--                expired at x is reported until the name's next call)
 --   last_ticket  the fence counter (0 if never used)
 --   holder_count ZCARD h (plus 1 for an inline holder), waiter_count ZCARD q
 --                (expired entries included)
 --   holders      flat array, 4 per holder (all of them): the inline holder,
 --                then h's, earliest deadline first: member, fence, held_ms,
 --                lease_left_ms
---                (held_ms -1 and fence 0 when the g field is unreadable)
+--                (held_ms -1 and fence 0 when the g field is unreadable;
+--                the inline holder's come from o's value, member "?" if it
+--                does not parse, and lease_left_ms from PTTL o)
 --   waiters      flat array, 4 per listed waiter, in queue order:
 --                member, ticket, waited_ms, liveness_left_ms
 --                (liveness_left_ms: of the member's process, 0 when it has

@@ -27,7 +27,8 @@
 -- they hold; when it goes idle they are deleted.
 -- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
 -- and floor(ticket / 1000) is the arrival time in ms (exact unless more than
--- 1000 arrivals share a millisecond or the server clock stepped back).
+-- 1000 arrivals share a millisecond, the name is new or lost its record
+-- (one ms ahead: ticket_after), or the server clock stepped back).
 -- Members are "<m><cid>:<token>": <m> is the wake mode of the owning process
 -- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
 -- the participant's random token (96 bits from the C++ client), both lower-case hex.
@@ -480,7 +481,9 @@ local function inline_held_by(member)
 end
 
 -- o as stored: {member, fence, permits, since} (numbers but the member; a
--- part that does not parse, tampered, is nil), or false.
+-- part that does not parse, tampered, is nil), or false. (An older
+-- version's holder read from its record by inspect also has its deadline:
+-- upgrade_inline.)
 local function inline_entry()
   if inline == nil then
     local v = inline_value()
@@ -503,21 +506,25 @@ end
 
 -- The inline holder's grant deadline: now + o's PTTL, unless that is
 -- beyond what a caller could have asked for (a key made to live forever, or
--- longer: tampered); nil then.
+-- longer: tampered); nil then. Read once per call (kept in the entry, as
+-- an older version's holder that inspect reads from its record has it).
 local function inline_deadline(now)
   local e = inline_entry()
-  if e and e.deadline then return e.deadline end  -- an older version's, read only (upgrade_inline)
+  if e and e.deadline then return e.deadline end
   local ttl = redis.call('PTTL', O)
-  if ttl > 0 and ttl <= MAX_MS then return now + ttl end
-  return nil
+  local d = ttl > 0 and ttl <= MAX_MS and now + ttl or nil
+  if e then e.deadline = d end
+  return d
 end
 
 -- An inline grant's deadline becomes now + lease, unless it is later
 -- already (as renew_grant; o's expiry is the deadline). An o without an
--- expiry (tampered) gets one. (Not PEXPIREAT's GT option: it needs Redis 7,
--- and renewing an inline grant is off the per-grant path.)
+-- expiry, or with one beyond what a caller could ask for (tampered), gets
+-- one. (Not PEXPIREAT's GT option: it needs Redis 7, and renewing an
+-- inline grant is off the per-grant path.)
 local function renew_inline(now, lease)
-  if redis.call('PTTL', O) < lease then redis.call('PEXPIREAT', O, format('%d', now + lease)) end
+  local ttl = redis.call('PTTL', O)
+  if ttl < lease or ttl > MAX_MS then redis.call('PEXPIREAT', O, format('%d', now + lease)) end
 end
 
 -- Grants `member` the name inline: o = "<member> <fence> <permits> <since>"
@@ -554,8 +561,8 @@ local function upgrade_record(old, readonly)
   R.p, R.x = permits, x
 end
 
--- Versions 1 to 3 kept a w entry per waiter (member -> deadline); version 4
--- keeps one per process, at the latest live deadline of its waiters. The move
+-- Versions 1 to 3 kept a w entry per waiter (member -> deadline); versions
+-- 4 and 5 keep one per process, at the latest live deadline of its waiters. The move
 -- reads all of w once (a queue of n waiters: O(n), once per name); read
 -- only (inspect), w is read by member instead.
 local function upgrade_w(readonly, now)
@@ -581,9 +588,12 @@ end
 -- Versions 2 to 4 kept the inline holder in the record: "o" its member,
 -- "d" its grant deadline (ms), "t" when it was granted (ms), its permits in
 -- "p" and its fence in "s". It moves into o, the same grant, if it is live
--- and the name has no queue structure (beside one it was forged, and those
--- versions dropped it too); the record keeps no permit count while idle.
--- Read only (inspect), it becomes this call's o entry as it stands.
+-- (a whole-ms deadline ahead) and the name has no queue structure (beside
+-- one it was forged, and those versions dropped it too); the record then
+-- keeps no permit count or x, as an inline grant leaves it. A garbage "p"
+-- (tampered) counts as 1: the holder keeps its grant, and a semaphore's
+-- callers get FLPERMITS until it ends, never a second holder. Read only
+-- (inspect), it becomes this call's o entry as it stands.
 local function upgrade_inline(now, readonly)
   local f = redis.call('HMGET', SEQ, 'o', 'd', 't')
   if not f[1] then return end
@@ -594,12 +604,14 @@ local function upgrade_inline(now, readonly)
   end
   local idle = not has_queue(now)
   if idle then
-    redis.call('HDEL', SEQ, 'o', 'd', 't', 'p')
-    R.p = nil
+    redis.call('HDEL', SEQ, 'o', 'd', 't', 'p', 'x')
+    R.p, R.x = nil, nil
   else
     redis.call('HDEL', SEQ, 'o', 'd', 't')
   end
-  if not (idle and live_deadline(deadline, now) and valid_fence(fence) and permits) then return end
+  local live = live_deadline(deadline, now) and deadline == floor(deadline)
+  if not (idle and live and valid_fence(fence)) then return end
+  permits = permits or 1
   if not (since and since == floor(since) and since >= 0 and since <= now) then since = now end
   inline_text = grant_inline(f[1], format('%d', fence), format('%d', permits), format('%d', since),
                              format('%d', deadline - now))

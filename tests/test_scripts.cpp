@@ -145,6 +145,20 @@ TEST_F(Scripts, RetriedAcquireReturnsSameGrant) {
   EXPECT_EQ(redis({"EXISTS", keys.o}), "0");
 }
 
+// An o whose expiry is forged (none, or beyond any lease) never blocks the
+// name: a contender drops it (no FLPERMITS from its value), and its owner's
+// renewal gives it a real expiry again.
+TEST_F(Scripts, AnInlineHolderWithAForgedExpiryNeverBlocksTheName) {
+  redis({"SET", keys.o, member(9) + " 5 3 1"});  // no expiry, 3 permits
+  EXPECT_EQ(acquire(member(1), 1)[0], 1);
+  EXPECT_EQ(release(member(1)), 1);
+  const auto held = acquire(member(2));
+  ASSERT_EQ(held[0], 1);
+  redis({"PEXPIRE", keys.o, "3000000000"});
+  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"})), (std::vector<long long>{2, held[1]}));
+  EXPECT_LE(std::stoll(redis({"PTTL", keys.o})), 10000);
+}
+
 // A retry (or a heartbeat) renews an inline grant's lease, never shortens it:
 // the holder may already count on the deadline it had.
 TEST_F(Scripts, RenewingAnInlineGrantNeverShortensIt) {
@@ -245,6 +259,24 @@ TEST_F(Scripts, ReleaseChecksOwnerAndIsIdempotent) {
   EXPECT_EQ(release(member(1)), 1);
   EXPECT_EQ(release(member(1)), 0);                          // repeated: harmless
   EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");  // the handoff survived it
+}
+
+// A release that says its member queued first ("h") skips o on the
+// contended path; the hint is never trusted: wrong, it still releases
+// the inline holder (one command more), and anything else is refused.
+TEST_F(Scripts, AQueuedFirstHintSkipsTheInlineHolderButIsNeverTrusted) {
+  acquire(member(1));
+  acquire(member(2));  // contended: member 1 moves into h
+  const long long gets = command_calls(server(), "get");
+  EXPECT_EQ(ints(*call(Script::release, {member(1), "1", "h"})), std::vector<long long>{1});
+  EXPECT_EQ(command_calls(server(), "get"), gets);                                            // o not read
+  EXPECT_EQ(ints(*call(Script::release, {member(2), "1", "h"})), std::vector<long long>{1});  // handed off
+  ASSERT_EQ(acquire(member(3))[0], 1);                                                        // idle: inline, in o
+  EXPECT_EQ(ints(*call(Script::release, {member(3), "1", "h"})), std::vector<long long>{1});
+  EXPECT_EQ(redis({"EXISTS", keys.o}), "0");
+  for (const char* bad : {"", "o", "H", "hh"}) {
+    EXPECT_EQ(error_of(call(Script::release, {member(3), "1", bad})).substr(0, 9), "FLBADARG ") << bad;
+  }
 }
 
 TEST_F(Scripts, ReleaseHandsOffToHeadWithTicketAsFence) {

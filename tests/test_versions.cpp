@@ -447,6 +447,27 @@ TEST_F(Versions, AnExpiredVersion4InlineHolderIsNotMoved) {
   EXPECT_EQ(release(v5_release, 3), "1");
 }
 
+// A version 4 record damaged around its inline holder (tampered) never
+// yields a second holder or a half-done upgrade: a garbage permit count
+// keeps the holder (as 1 permit), a deadline that is not a whole ms counts
+// as passed (one a fraction of a ms ahead made SET ... PX 0 fail halfway
+// through the upgrade), and a stale x goes with the move.
+TEST_F(Versions, ADamagedVersion4InlineRecordUpgradesSafely) {
+  const auto held = lines(acquire(v4_acquire, 1));
+  ASSERT_EQ(held[0], "1");
+  server().cmd({"HSET", keys.seq, "p", "x", "x", "1"});
+  EXPECT_EQ(lines(run(v5_acquire, {b3, "1", "10000", "10000", "t"})), std::vector<std::string>{"-1"});
+  EXPECT_EQ(server().cmd({"GET", keys.o}).substr(0, a1.size() + held[1].size() + 4), a1 + " " + held[1] + " 1 ");
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "p", "x"}), "(nil)\n(nil)");
+  EXPECT_EQ(release(v5_release, 1), "1");
+  server().cmd({"DEL", keys.seq, keys.o});
+  ASSERT_EQ(lines(acquire(v4_acquire, 1))[0], "1");
+  const long long now = std::stoll(server().cmd({"TIME"}).substr(0, 10)) * 1000;
+  server().cmd({"HSET", keys.seq, "d", std::to_string(now + 60000) + ".5"});
+  EXPECT_EQ(lines(run(v5_acquire, {b3, "1", "10000", "10000", "q"}))[0], "1");  // not an error
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "o", "d"}), "5\n(nil)\n(nil)");
+}
+
 // inspect reads, never writes: a version 4 inline holder is listed from the
 // record, and the move is left to the next writing call.
 TEST_F(Versions, InspectListsAVersion4InlineHolderAndChangesNothing) {
