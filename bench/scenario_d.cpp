@@ -112,7 +112,7 @@ Json report_queue(Env& e, Redis& c, const Queue& q, int cycles, std::string& dat
   dat += fmt("%lld %.3f %.3f %.1f\n", q.n, mean(q.acq), mean(q.rel), q.per_waiter);
   say(fmt("  %6lld waiters: acquire %.1f us/call, release %.1f us/call, %.0f bytes/waiter\n", q.n, mean(q.acq),
           mean(q.rel), q.per_waiter));
-  for (const std::string& key : {q.k->q, q.k->w, q.k->h, q.k->g, q.k->seq}) c.cmd({"UNLINK", key});
+  for (const std::string& key : {q.k->q, q.k->w, q.k->h, q.k->g, q.k->seq, q.k->o}) c.cmd({"UNLINK", key});
   return j;
 }
 

@@ -259,7 +259,9 @@ void ServerLog::apply_snapshot(const redisReply& reply, std::int64_t ts) {
     if (!split_key(key, name, suffix)) continue;
     NameState& st = fresh[name];
     const long long pttl = e.element[3]->integer;
-    if (pttl > 0 && suffix != "o") st.expire_at[suffix] = wall_us() + pttl * 1000;
+    // PTTL 0: the key exists but is due now (it expired while the snapshot
+    // ran); only -1 means no expiry.
+    if (pttl >= 0 && suffix != "o") st.expire_at[suffix] = wall_us() + pttl * 1000;
     if (type == "zset") {
       auto& z = suffix == "q" ? st.q : suffix == "w" ? st.w : st.h;
       if (suffix != "q" && suffix != "w" && suffix != "h") continue;
@@ -278,7 +280,7 @@ void ServerLog::apply_snapshot(const redisReply& reply, std::int64_t ts) {
     } else if (type == "string" && suffix == "o" && v.elements == 1 && v.element[0]->type == REDIS_REPLY_STRING) {
       auto w = words(std::string(v.element[0]->str, v.element[0]->len));
       w.resize(3);
-      st.o = Inline{w[0], w[1], w[2], pttl > 0 ? o_deadline(ts, ts, pttl) : kForever};
+      st.o = Inline{w[0], w[1], w[2], pttl >= 0 ? o_deadline(ts, ts, pttl) : kForever};
     }
     if (suffix == "seq" && st.rec.count("s")) seq[name] = std::strtoull(st.rec["s"].c_str(), nullptr, 10);
   }
@@ -602,7 +604,11 @@ void ServerLog::lua(std::int64_t ts, const std::vector<std::string>& argv) {
       // A grant, or the inline holder moved into h (inflate); the value is
       // "<fence>" or "<fence>:<granted ms>".
       std::string fence = value.substr(0, value.find(':'));
-      if (!(st.h.count(field) && moved(name, field, fence, From::o))) grant(ts, name, st, field, fence);
+      if (!(st.h.count(field) && moved(name, field, fence, From::o))) {
+        grant(ts, name, st, field, fence);
+      } else if (check) {
+        check_move_deadline(ts, name, field, st.h[field]);
+      }
     }
   } else if (cmd == "hdel" && suffix == "g") {
     for (size_t i = 2; i < argv.size(); ++i) st.g.erase(argv[i]);
@@ -642,6 +648,12 @@ void ServerLog::inline_cmd(std::int64_t ts, const std::string& cmd, const std::v
   const std::int64_t deadline =
       cmd == "pexpireat" ? std::atoll(argv[2].c_str()) : o_deadline(ts, script_ts_, std::atoll(argv[2].c_str()));
   const bool gt = argv.size() > 3 && lower(argv[3]) == "gt";  // never shortens it
+  // The scripts renew only to lengthen a grant (renew_inline): an earlier
+  // deadline than the replay's (a lower bound of Redis's) cut it short.
+  if (!gt && deadline < st.o->deadline_ms - 1 && !tainted_.count(name)) {
+    violation(name + ": inline holder " + st.o->member + "'s deadline cut from " + std::to_string(st.o->deadline_ms) +
+              " to " + std::to_string(deadline) + " by " + kind_);
+  }
   st.o->deadline_ms = gt ? std::max(st.o->deadline_ms, deadline) : deadline;
 }
 
@@ -715,9 +727,23 @@ bool ServerLog::moved(const std::string& name, const std::string& member, const 
     return r.from == from && !r.fence.empty() && r.fence == fence_text && r.name == name && r.member == member;
   });
   if (it == h_removed_.end()) return false;
+  moved_deadline_ = it->deadline;
   h_removed_.erase(it);
   granted_.insert({name, member});
   return true;
+}
+
+// The move into h (inflate) keeps the grant's deadline: h's score is
+// now + PTTL o, below Redis's own deadline by at most the time the script
+// has run (and the replay's is below Redis's: o_deadline). One further
+// below, by more than 2 ms of slack, cut the grant short.
+void ServerLog::check_move_deadline(std::int64_t ts, const std::string& name, const std::string& member,
+                                    double h_deadline) {
+  const double slack = static_cast<double>((ts - script_ts_) / 1000 + 2);
+  if (h_deadline < moved_deadline_ - slack) {
+    violation(name + ": inline holder " + member + " moved into h with its deadline cut from " + fmt(moved_deadline_) +
+              " to " + fmt(h_deadline) + " by " + kind_);
+  }
 }
 
 // The inline holder leaves o (DEL, or a SET over it): judged as a removal

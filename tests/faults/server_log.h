@@ -122,6 +122,7 @@ class ServerLog {
   // Where a removed holder was kept.
   enum class From { h, o, record };
   bool moved(const std::string& name, const std::string& member, const std::string& fence_text, From from);
+  void check_move_deadline(std::int64_t ts, const std::string& name, const std::string& member, double h_deadline);
   void inline_removed(std::int64_t ts, const std::string& name, NameState& st);
   void record_holder_removed(std::int64_t ts, const std::string& name, const NameState& st);
   void check_permits(const std::string& name, const NameState& st, const std::string& after);
@@ -163,6 +164,7 @@ class ServerLog {
   // Current script execution.
   bool in_script_ = false;
   std::int64_t script_ts_ = 0;  // its EVALSHA line's time: stamped before it runs
+  double moved_deadline_ = 0;   // the deadline of the holder moved() last recognised
   std::string kind_;
   std::set<std::string> own_;
   // w entry (a process) -> its deadline when this script first removed it

@@ -483,6 +483,33 @@ TEST(ServerLogReplay, InflateMovesTheInlineHolderWithoutANewGrant) {
   EXPECT_EQ(f.log.grants()[1].fence, 6u);
 }
 
+// The move keeps the grant's deadline (within the script's run time and a
+// little slack): one cut short in the move, or by a renewal, is flagged.
+TEST(ServerLogReplay, FlagsAnInlineGrantCutShortByTheMoveOrARenewal) {
+  Feed move;
+  inline_grant(move, "pa:1", "5");  // PX 1000
+  inflate(move, "pa:1", "5", move.ms() + 1, "pb:2", "6");
+  EXPECT_TRUE(any(move.done(), "moved into h with its deadline cut"));
+  Feed renewal;
+  inline_grant(renewal, "pa:1", "5");
+  renewal.script(heartbeat_sha, {"1", "1000", "pa:1", "1000"});
+  renewal.line(true, {"PTTL", key("o")});
+  renewal.line(true, {"PEXPIREAT", key("o"), std::to_string(renewal.ms() + 10)});
+  EXPECT_TRUE(any(renewal.done(), "deadline cut from"));
+}
+
+// An upgrade's move is recognised only out of an older record: o deleted
+// and written again with the same member and fence in one script is a
+// second grant of that fence, not a move.
+TEST(ServerLogReplay, ASecondGrantOfTheSameFenceIsNotAMove) {
+  Feed f;
+  inline_grant(f, "pa:1", "5");
+  f.script(acquire_sha, {"pa:1", "1", "1000", "1000", "q"});
+  f.line(true, {"DEL", key("o")});
+  f.line(true, {"SET", key("o"), "pa:1 5 1 " + std::to_string(f.ms()), "PX", "1000"});
+  EXPECT_TRUE(any(f.done(), "fence 5 granted after fence 5"));
+}
+
 // Only the holder o held moves: another fence, or another member, put into
 // h in its place is a grant (here of no new fence), and the holder is gone.
 TEST(ServerLogReplay, FlagsAMoveIntoHThatChangesTheFenceOrTheMember) {
