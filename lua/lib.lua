@@ -510,11 +510,11 @@ end
 -- an older version's holder that inspect reads from its record has it).
 local function inline_deadline(now)
   local e = inline_entry()
-  if e and e.deadline then return e.deadline end
+  if e and e.deadline ~= nil then return e.deadline or nil end
   local ttl = redis.call('PTTL', O)
-  local d = ttl > 0 and ttl <= MAX_MS and now + ttl or nil
+  local d = ttl > 0 and ttl <= MAX_MS and now + ttl or false
   if e then e.deadline = d end
-  return d
+  return d or nil
 end
 
 -- An inline grant's deadline becomes now + lease, unless it is later
@@ -653,6 +653,9 @@ local function inflate(now)
   if has_queue(now) or not inline_entry() then return end
   local member, fence, permits = inline_holder()
   local deadline = member and inline_deadline(now)
+  -- PTTL was read after now (TIME at the call's start): the moved grant
+  -- must not end before o would have, so the time since then is added.
+  if deadline then deadline = deadline + (now_ms() - now) end
   local since = inline.since
   if not (since and since <= now) then since = now end
   redis.call('DEL', O)

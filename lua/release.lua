@@ -7,7 +7,8 @@
 --       3 "h"       optional: the caller queued before it was granted, so
 --                   its grant is in h, not in o (a hint: o is then read only
 --                   if the name has no queue structure; a wrong hint costs
---                   a command, never a wrong answer)
+--                   up to three commands, and gives the same answer unless
+--                   the keys were tampered with)
 -- Returns: 1 released; 0 the member held no live grant (never held, released
 --          already, expired, or evicted): nothing is released on its behalf
 --          (an expired entry still there is removed as expired).

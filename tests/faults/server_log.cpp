@@ -260,8 +260,11 @@ void ServerLog::apply_snapshot(const redisReply& reply, std::int64_t ts) {
     NameState& st = fresh[name];
     const long long pttl = e.element[3]->integer;
     // PTTL 0: the key exists but is due now (it expired while the snapshot
-    // ran); only -1 means no expiry.
-    if (pttl >= 0 && suffix != "o") st.expire_at[suffix] = wall_us() + pttl * 1000;
+    // ran); only -1 means no expiry. Counted from the snapshot's own stamp,
+    // not from when the replay applies it: lines stamped in between must
+    // not find a key Redis has already expired (dropping one a little early
+    // is safe: a key at its x holds only entries dead for a second).
+    if (pttl >= 0 && suffix != "o") st.expire_at[suffix] = (ts / 1000 + pttl + 1) * 1000;
     if (type == "zset") {
       auto& z = suffix == "q" ? st.q : suffix == "w" ? st.w : st.h;
       if (suffix != "q" && suffix != "w" && suffix != "h") continue;
