@@ -4,7 +4,9 @@
 // fail loudly, never run two queues, and never let fences go back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -34,10 +36,8 @@ std::string old_script(const std::string& dir, const std::string& op) {
 }
 
 bool is_current(const std::string& source) {
-  for (const auto& s : detail::lua::kScripts) {
-    if (s.source == source) return true;
-  }
-  return false;
+  const auto& all = detail::lua::kScripts;
+  return std::any_of(std::begin(all), std::end(all), [&](const auto& s) { return s.source == source; });
 }
 
 std::string v5_script(const std::string& op) {

@@ -742,7 +742,8 @@ bool ServerLog::moved(const std::string& name, const std::string& member, const 
 // below, by more than 2 ms of slack, cut the grant short.
 void ServerLog::check_move_deadline(std::int64_t ts, const std::string& name, const std::string& member,
                                     double h_deadline) {
-  const double slack = static_cast<double>((ts - script_ts_) / 1000 + 2);
+  const std::int64_t ran_ms = (ts - script_ts_) / 1000;  // whole ms, floored on purpose
+  const auto slack = static_cast<double>(ran_ms + 2);
   if (h_deadline < moved_deadline_ - slack) {
     violation(name + ": inline holder " + member + " moved into h with its deadline cut from " + fmt(moved_deadline_) +
               " to " + fmt(h_deadline) + " by " + kind_);
