@@ -208,8 +208,8 @@ void Participant::leave(const std::string& member) noexcept {
 // the head first, its grant runs out by that liveness: nobody renews it.
 void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left) noexcept {
   try {
-    // Granted while it was giving up: by a handoff, as a rule (the hint
-    // costs a command when wrong, never a wrong answer).
+    // Granted while it was giving up: by a handoff, as a rule (a wrong hint
+    // costs up to three commands, no other answer: lua/release.lua).
     if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_, true);
   } catch (const std::exception& e) {
     client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
