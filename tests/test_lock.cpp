@@ -570,24 +570,30 @@ TEST(Review, NoFalseLossUnderChurnWithFrequentHeartbeats) {
   // Heartbeats collected while a member waited must not be read, once it
   // holds, as "the grant is gone".
   Options o = opts_for(server());
-  // A heartbeat every 100 ms: frequent enough to churn, long enough that a
-  // stalled thread (sanitizers, a loaded machine) does not lose a grant for real.
-  o.liveness_ttl = std::chrono::milliseconds(300);
+  // A heartbeat every ~333 ms; a grant handed over lasts one liveness until
+  // it is renewed, so a heartbeat thread stalled (sanitizers, a loaded
+  // machine) for less than a second does not lose it for real.
+  o.liveness_ttl = std::chrono::milliseconds(1000);
   Client a(o), b(o);
   std::vector<std::string> names;
   for (int i = 0; i < 4; ++i) names.push_back(unique_name("churn"));
-  std::atomic<int> thrown{0};
+  // Churn until each client has beaten 8 times (about 3 s): heartbeats
+  // keep landing in the middle of handoffs.
+  auto churned = [&] { return a.stats().heartbeats >= 8 && b.stats().heartbeats >= 8; };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::atomic<int> thrown{0}, cycles{0};
   std::vector<std::thread> ts;
   for (int i = 0; i < 16; ++i) {
     ts.emplace_back([&, i] {
       LockOptions lo;
       lo.lease = std::chrono::seconds(20);
       FairLock lock(i % 2 ? a : b, names[i % 4], lo);
-      for (int k = 0; k < 150; ++k) {
+      while (!churned() && std::chrono::steady_clock::now() < give_up) {
         try {
           lock.lock();
           std::this_thread::sleep_for(std::chrono::microseconds(500));
           lock.unlock();
+          ++cycles;
         } catch (const std::exception&) {
           ++thrown;
         }
@@ -595,6 +601,8 @@ TEST(Review, NoFalseLossUnderChurnWithFrequentHeartbeats) {
     });
   }
   for (auto& t : ts) t.join();
+  EXPECT_TRUE(churned());
+  EXPECT_GE(cycles.load(), 100);
   EXPECT_EQ(thrown.load(), 0);
   EXPECT_EQ(a.stats().lost + b.stats().lost, 0u);
 }

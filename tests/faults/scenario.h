@@ -38,17 +38,23 @@ struct Entry {
 };
 
 // The q/w/h entries of `names` whose member belongs to client id `cid`
-// (all entries if `cid` is empty).
+// (all entries if `cid` is empty), and their uncontended holders: suffix "o",
+// the member from o's value, the score its absolute expiry in ms (PEXPIRETIME).
 inline std::vector<Entry> entries_of(test::RedisServer& s, const std::vector<std::string>& names,
                                      const std::string& cid) {
   std::vector<Entry> out;
+  auto mine = [&cid](const std::string& member) { return cid.empty() || member.find(cid) == 1; };
   for (const auto& n : names) {
     for (const char* suffix : {"q", "w", "h"}) {
       auto items = split(s.cmd({"ZRANGE", qkey(n, suffix), "0", "-1", "WITHSCORES"}), '\n');
       for (size_t i = 0; i + 1 < items.size(); i += 2) {
-        if (cid.empty() || items[i].find(cid) == 1)
-          out.push_back({n, suffix, items[i], std::strtod(items[i + 1].c_str(), nullptr)});
+        if (mine(items[i])) out.push_back({n, suffix, items[i], std::strtod(items[i + 1].c_str(), nullptr)});
       }
+    }
+    const std::string inline_holder = s.cmd({"GET", qkey(n, "o")});  // "(nil)" if none
+    const std::string member = inline_holder.substr(0, inline_holder.find(' '));
+    if (inline_holder != "(nil)" && !member.empty() && mine(member)) {
+      out.push_back({n, "o", member, std::strtod(s.cmd({"PEXPIRETIME", qkey(n, "o")}).c_str(), nullptr)});
     }
   }
   return out;

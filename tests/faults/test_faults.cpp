@@ -235,7 +235,7 @@ TEST(Faults, ProcessesKilledAtRandomPointsUnderContention) {
       std::string cid = e.member.substr(1, e.member.find(':') - 1);
       auto it = by_cid.find(cid);
       if (it == by_cid.end() || !sc.proc(it->second).running()) continue;
-      (e.suffix == "h" ? holders : waiters).push_back(it->second);
+      (e.suffix == "q" ? waiters : holders).push_back(it->second);  // h or o
     }
     for (auto& [wid, p] : sc.procs()) {
       if (p->running()) alive.push_back(wid);
