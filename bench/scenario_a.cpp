@@ -269,7 +269,11 @@ void report_A(Env& e, const std::vector<Sys>& sys, int blocks, int n, const Same
     why =
         fmt("Redis's side: the scripts alone (raw FCALL, no C++ client) are %.2f × the unfair lock's, with %.1f µs "
             "of Redis command time per pair against %.1f: two script calls (acquire needs TIME for the fence and "
-            "the record's read and write) where the unfair lock runs a native SET NX and one small script",
+            "the record's read and write) where the unfair lock runs a native SET NX and one small script. "
+            "Tried: the uncontended holder in a key of its own (protocol version 5: -18 %% Redis instructions "
+            "per pair); one declared key per call (-5 %%, not kept: scripts must declare the keys they touch). "
+            "Two script calls with six keys cost more before any work than the whole unfair pair; the rest "
+            "needs an acquire without a script",
             su, command_us(kScripts), command_us(kUnfair));
   } else if (fu > 1.1) {
     why = fmt("the client's side: the scripts alone (raw FCALL, no C++ client) are %.2f × the unfair lock's", su);

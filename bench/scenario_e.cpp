@@ -135,7 +135,7 @@ void report_E(Env& e, const Rates& x, int names, int rounds, std::uint64_t heart
                       ? ""
                       : fmt("an uncontended pair costs %.1f Redis commands against %.1f, %.0f µs of Redis "
                             "CPU against %.0f, and %.0f µs of client CPU against %.0f; Redis and the 8 "
-                            "client threads share the machine's cores",
+                            "client threads share the machine's cores (what was tried: target A2)",
                             median(x.fair_cmds), median(x.unfair_cmds), median(x.fair_redis_cpu),
                             median(x.unfair_redis_cpu), median(x.fair_client_cpu), median(x.unfair_client_cpu)));
 }
