@@ -179,7 +179,13 @@ void targets_W16(Env& e, B& b) {
   e.report.target("B9", "W=16 Redis commands per grant ≤ 20", fmt("%.1f (least fair lock %.1f)", f.cmds_pg, l.cmds_pg),
                   f.cmds_pg <= 20);
   e.report.target("B10", "W=16 Redis command time per grant ≤ 40 µs",
-                  fmt("%.0f µs (least fair lock %.0f µs)", f.cmd_us_pg, l.cmd_us_pg), f.cmd_us_pg <= 40);
+                  fmt("%.0f µs (least fair lock %.0f µs)", f.cmd_us_pg, l.cmd_us_pg), f.cmd_us_pg <= 40,
+                  f.cmd_us_pg <= 40
+                      ? ""
+                      : fmt("%.1f × the least fair lock's command time in the same rounds; µs per grant swing with "
+                            "this machine's speed from day to day (the least fair lock's too), Redis instructions per "
+                            "grant do not: see \"Redis instructions per operation\" below",
+                            f.cmd_us_pg / std::max(l.cmd_us_pg, 0.001)));
 }
 
 // fairlock's figures over every W: totals, maxima and ranges.
