@@ -123,9 +123,12 @@ TEST(Cli, LosingTheGrantIsReportedWithItsOwnStatus) {
     std::string name = unique_name("cli-lost");
     std::vector<std::string> args{"run"};
     if (kill_on_loss) args.emplace_back("--kill-on-loss");
-    for (const std::string& a : {name, std::string("--"), std::string("sh"), std::string("-c"),
-                                 std::string("echo ready; i=0; while [ $i -lt 60 ]; do sleep 0.05; i=$((i+1)); done; "
-                                             "echo finished")}) {
+    // 3 s to run to its end; 30 s when it is to be killed on the loss, which
+    // the heartbeat (every 1.7 s) notices however slowly it runs.
+    const std::string ticks = kill_on_loss ? "600" : "60";
+    for (const std::string& a :
+         {name, std::string("--"), std::string("sh"), std::string("-c"),
+          "echo ready; i=0; while [ $i -lt " + ticks + " ]; do sleep 0.05; i=$((i+1)); done; echo finished"}) {
       args.push_back(a);
     }
     Child running(FAIRLOCK_CLI_PATH, cli(args), true);

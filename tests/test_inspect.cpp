@@ -150,7 +150,7 @@ TEST(Inspect, EvictUnwedgesAQueue) {
 }
 
 TEST(Inspect, EvictRemovesAWaiter) {
-  Client client(opts_for(server()));
+  Client client(opts_with_slow_heartbeat(server()));  // no re-queue before the check below
   std::string name = unique_name("evict-waiter");
   FairLock holder(client, name), waiter(client, name);
   holder.lock();

@@ -182,7 +182,7 @@ TEST(Lock, TryLockForTimesOutAndLeavesNoTrace) {
 }
 
 TEST(Lock, TryLockForSucceedsWhenHandedOff) {
-  Client client(opts_for(server()));
+  Client client(opts_with_slow_heartbeat(server()));
   std::string name = unique_name("handoff");
   FairLock holder(client, name), waiter(client, name);
   holder.lock();
@@ -370,7 +370,7 @@ TEST(Lock, ClientShutdownCancelsWaitersAndReleasesGrants) {
 }
 
 TEST(Transport, PublishWakesTheGranteeDirectly) {
-  Client client(opts_for(server(), Notify::publish));
+  Client client(opts_with_slow_heartbeat(server(), Notify::publish));
   ASSERT_EQ(client.notify_mode(), Notify::publish);
   std::string name = unique_name("publish");
   FairLock a(client, name), b(client, name);
@@ -386,7 +386,7 @@ TEST(Transport, PublishWakesTheGranteeDirectly) {
 
 TEST(Transport, KeyspaceNotificationsWakeTheGrantee) {
   RedisServer ks({"--notify-keyspace-events", "K$"});
-  Client client(opts_for(ks, Notify::keyspace));
+  Client client(opts_with_slow_heartbeat(ks, Notify::keyspace));
   ASSERT_EQ(client.notify_mode(), Notify::keyspace);
   std::string name = unique_name("keyspace");
   FairLock a(client, name), b(client, name);
@@ -432,7 +432,7 @@ TEST(Transport, PollingFallbackWakesByTimer) {
 }
 
 TEST(Transport, OnlyTheGranteeIsWoken) {
-  Client client(opts_for(server(), Notify::publish));
+  Client client(opts_with_slow_heartbeat(server(), Notify::publish));
   std::string name = unique_name("onewake");
   FairLock a(client, name);
   a.lock();
@@ -570,16 +570,17 @@ TEST(Review, NoFalseLossUnderChurnWithFrequentHeartbeats) {
   // Heartbeats collected while a member waited must not be read, once it
   // holds, as "the grant is gone".
   Options o = opts_for(server());
-  // A heartbeat every ~333 ms; a grant handed over lasts one liveness until
-  // it is renewed, so a heartbeat thread stalled (sanitizers, a loaded
-  // machine) for less than a second does not lose it for real.
-  o.liveness_ttl = std::chrono::milliseconds(1000);
+  // A heartbeat every ~667 ms; a grant handed over lasts to its process's
+  // liveness deadline (set by the last round) until it is renewed, so a
+  // heartbeat thread stalled (sanitizers, a loaded machine) for less than
+  // 1.3 s does not lose it for real.
+  o.liveness_ttl = std::chrono::milliseconds(2000);
   Client a(o), b(o);
   std::vector<std::string> names;
   for (int i = 0; i < 4; ++i) names.push_back(unique_name("churn"));
-  // Churn until each client has beaten 8 times (about 3 s): heartbeats
+  // Churn until each client has beaten 6 times (about 4 s): heartbeats
   // keep landing in the middle of handoffs.
-  auto churned = [&] { return a.stats().heartbeats >= 8 && b.stats().heartbeats >= 8; };
+  auto churned = [&] { return a.stats().heartbeats >= 6 && b.stats().heartbeats >= 6; };
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::atomic<int> thrown{0}, cycles{0};
   std::vector<std::thread> ts;
@@ -659,18 +660,22 @@ TEST(Review, AWaitSurvivesAShortServerStall) {
 
 TEST(Review, KeysOfAnAbandonedNameExpireByThemselves) {
   std::string name = unique_name("abandoned");
-  Child holder({server().url(), "hold", name, "200"});
+  // Deadlines of 3 s: the holder must still hold (renewed every second) when
+  // the waiter's process has started and queued, however slow that start.
+  Child holder({server().url(), "hold", name, "3000"});
   ASSERT_EQ(holder.line().rfind("fence ", 0), 0u);
-  Child waiter({server().url(), "wait", name, "300"});  // the queue makes h, g, q and w
+  Child waiter({server().url(), "wait", name, "3000"});  // the queue makes h, g, q and w
   ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
   holder.kill();  // no release, and nobody runs a script on this name again
   waiter.kill();
   holder.wait();
   waiter.wait();
   EXPECT_EQ(server().cmd({"EXISTS", key(name, "h"), key(name, "g"), key(name, "q"), key(name, "w")}), "4");
-  EXPECT_TRUE(eventually([&] {
-    return server().cmd({"EXISTS", key(name, "h"), key(name, "g"), key(name, "q"), key(name, "w")}) == "0";
-  }));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return server().cmd({"EXISTS", key(name, "h"), key(name, "g"), key(name, "q"), key(name, "w")}) == "0";
+      },
+      std::chrono::seconds(60)));
   EXPECT_EQ(server().cmd({"EXISTS", key(name, "seq")}), "1");
 }
 

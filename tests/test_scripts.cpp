@@ -554,10 +554,10 @@ TEST_F(Scripts, HeartbeatReportsEachEntry) {
 
 TEST_F(Scripts, HandoffGrantBecomesFullLeaseAtHeartbeat) {
   acquire(member(1));
-  acquire(member(2), 1, 10000, 500);  // liveness 500 ms
+  acquire(member(2), 1, 10000, 5000);  // liveness 5 s
   release(member(1));
   double before = std::stod(redis({"ZSCORE", keys.h, member(2)}));
-  call(Script::heartbeat, {"1", "500", member(2), "60000"});
+  call(Script::heartbeat, {"1", "5000", member(2), "60000"});
   double after = std::stod(redis({"ZSCORE", keys.h, member(2)}));
   EXPECT_GT(after - before, 30000);
 }

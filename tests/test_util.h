@@ -18,6 +18,17 @@ inline Options opts_for(const RedisServer& s, Notify notify = Notify::publish) {
   return o;
 }
 
+// For tests that count how a waiter was woken, or look between two
+// heartbeat rounds: rounds (which can also grant, or re-queue an evicted
+// waiter) and a waiter's timer re-asks come seconds apart, not 300 ms, so
+// neither steps in however slowly a test runs (the period is a third of the
+// shortest lease: 3.3 s with the default 10 s).
+inline Options opts_with_slow_heartbeat(const RedisServer& s, Notify notify = Notify::publish) {
+  Options o = opts_for(s, notify);
+  o.liveness_ttl = std::chrono::seconds(30);
+  return o;
+}
+
 // Polls a condition (test-side only) for at most `limit`; true if it held.
 inline bool eventually(const std::function<bool()>& pred,
                        std::chrono::milliseconds limit = std::chrono::milliseconds(15000)) {

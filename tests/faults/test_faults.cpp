@@ -58,7 +58,7 @@ TEST(Faults, BaselineContentionWithoutFaults) {
   sc.start_log();
   for (int i = 0; i < 3; ++i) {
     sc.spawn("w" + std::to_string(i), {"locks=a,b", "sems=s:2", "threads=2", "seconds=3",
-                                       "seed=" + std::to_string(i + 1), "hold=0-10", "lease=1000", "liveness=900"});
+                                       "seed=" + std::to_string(i + 1), "hold=0-10", "lease=5000", "liveness=3000"});
   }
   sc.wait_all(120s);
   auto r = sc.check();
@@ -73,8 +73,8 @@ TEST(Faults, HolderKilledBeforeDuringAndAfterRelease) {
   test::RedisServer server;
   Scenario sc(server, "holder-kill");
   sc.start_log();
-  const long lease = 1500, liveness = 900;
-  const std::vector<std::string> opts = {"lease=1500", "liveness=900"};
+  const long lease = 3000, liveness = 900;
+  const std::vector<std::string> opts = {"lease=3000", "liveness=900"};
   std::vector<std::string> dead;
 
   {  // before release: killed while holding; the next waiter gets it after the lease
@@ -163,8 +163,10 @@ TEST(Faults, WaitersKilledAtTheHeadAndInTheMiddle) {
   test::RedisServer server;
   Scenario sc(server, "waiter-kill");
   sc.start_log();
-  const long lease = 3000, liveness = 900;
-  const std::vector<std::string> opts = {"lease=3000", "liveness=900"};
+  // Liveness 3 s: a waiter keeps its place however slowly the next ones
+  // start (a stall of 2 s between its heartbeats would send it to the tail).
+  const long lease = 3000, liveness = 3000;
+  const std::vector<std::string> opts = {"lease=3000", "liveness=3000"};
   Proc& holder = sc.spawn_cmd("holder", opts);
   holder.send("lock q");
   ASSERT_TRUE(holder.expect("granted q"));
@@ -361,9 +363,9 @@ TEST(Faults, HolderProcessPausedLongerThanItsLease) {
   test::RedisServer server;
   Scenario sc(server, "client-pause");
   sc.start_log();
-  const std::vector<std::string> opts = {"lease=700", "liveness=900"};
-  Proc& a = sc.spawn_cmd("a", opts);
-  Proc& b = sc.spawn_cmd("b", opts);
+  // Only a's lease is under test: b's outlasts any stall of its heartbeat.
+  Proc& a = sc.spawn_cmd("a", {"lease=700", "liveness=900"});
+  Proc& b = sc.spawn_cmd("b", {"lease=5000", "liveness=3000"});
   a.send("lock p");
   auto ga = a.expect("granted p");
   ASSERT_TRUE(ga);
@@ -740,6 +742,9 @@ TEST(Faults, ScriptFlushAndFlushallUnderLoad) {
                                        "seed=" + std::to_string(i + 31), "hold=0-40", "lease=1500", "liveness=1000",
                                        i == 2 ? "scripts=evalsha" : "scripts=functions"});
   }
+  // The flushes start once every worker has started (its S record), so
+  // that they land on running workers however slowly those start.
+  ASSERT_TRUE(eventually([&] { return cids(sc).size() == 3; }, 60s)) << "the workers did not start";
   int script_flushes = 0, flushalls = 0;
   for (int i = 0; i < 12; ++i) {
     std::this_thread::sleep_for(250ms);
