@@ -182,9 +182,9 @@ void targets_W16(Env& e, B& b) {
                   fmt("%.0f µs (least fair lock %.0f µs)", f.cmd_us_pg, l.cmd_us_pg), f.cmd_us_pg <= 40,
                   f.cmd_us_pg <= 40
                       ? ""
-                      : fmt("%.1f × the least fair lock's command time in the same rounds; µs per grant swing with "
-                            "this machine's speed from day to day (the least fair lock's too), Redis instructions per "
-                            "grant do not: see \"Redis instructions per operation\" below",
+                      : fmt("%.1f × the least fair lock's command time in the same rounds; µs per grant follow "
+                            "the host's speed (the least fair lock's too), Redis instructions per grant "
+                            "(bench/instructions.py) do not",
                             f.cmd_us_pg / std::max(l.cmd_us_pg, 0.001)));
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -51,11 +52,14 @@ inline std::vector<Entry> entries_of(test::RedisServer& s, const std::vector<std
         if (mine(items[i])) out.push_back({n, suffix, items[i], std::strtod(items[i + 1].c_str(), nullptr)});
       }
     }
-    const std::string inline_holder = s.cmd({"GET", qkey(n, "o")});  // "(nil)" if none
-    const std::string member = inline_holder.substr(0, inline_holder.find(' '));
-    if (inline_holder != "(nil)" && !member.empty() && mine(member)) {
-      out.push_back({n, "o", member, std::strtod(s.cmd({"PEXPIRETIME", qkey(n, "o")}).c_str(), nullptr)});
-    }
+    const std::string value = s.cmd({"GET", qkey(n, "o")});  // "(nil)" if none, "ERR:..." if no string
+    if (value == "(nil)" || value.rfind("ERR:", 0) == 0) continue;
+    const std::string member = value.substr(0, value.find(' '));
+    if (member.empty() || !mine(member)) continue;
+    const long long expires = std::atoll(s.cmd({"PEXPIRETIME", qkey(n, "o")}).c_str());
+    if (expires == -2) continue;  // expired since the GET
+    // Without an expiry (-1) the grant never ends: no bound admits it.
+    out.push_back({n, "o", member, expires == -1 ? HUGE_VAL : static_cast<double>(expires)});
   }
   return out;
 }
