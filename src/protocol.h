@@ -45,12 +45,13 @@ struct Keys {
   std::string q, w, h, g, seq, o;
 };
 
-// A fresh queue member "<m><cid>:<token>": the wake mode's letter, the
-// client id and a 96-bit random token, lower-case hex (42 bytes in all: a
-// member of up to 44 bytes fits Redis's 48-byte allocation, a queued
-// waiter's largest part).
+// A fresh queue member "<m><cid>:<token>:<lease>" (protocol version 6): the
+// wake mode's letter, the client id and a 96-bit random token, lower-case
+// hex, then the wait's lease in ms, decimal: a grant handed to the member
+// inside another call (a release's handoff) lasts that lease, capped by its
+// process's liveness deadline (docs/PROTOCOL.md).
 constexpr std::size_t kTokenBytes = 12;
-std::string new_member(Notify mode, std::string_view client_id);
+std::string new_member(Notify mode, std::string_view client_id, std::chrono::milliseconds lease);
 // A random lower-case hex string of 2 * bytes digits (client ids, tokens).
 std::string random_hex(std::size_t bytes);
 // The PUBLISH channel of one process: "<prefix>:wake:<cid>".
@@ -84,6 +85,7 @@ struct AcquireArgs {
 struct Acquired {
   enum class Status { granted, queued, busy } status = Status::busy;
   std::uint64_t fence = 0;        // granted
+  long long remaining_ms = 0;     // granted: ms from the script's TIME to the grant's deadline
   std::uint64_t ticket = 0;       // queued: becomes the fence if granted
   long long position = -1;        // queued: 0-based among waiters
   long long next_expiry_ms = -1;  // queued: ms until the earliest holder deadline, -1 none
@@ -109,6 +111,7 @@ void release_all(Server& server, const std::vector<ReleaseCall>& calls);
 struct CancelResult {
   enum class Status { absent, left, granted } status = Status::absent;
   std::uint64_t fence = 0;  // granted: handed off while it was giving up
+  long long remaining_ms = 0;  // granted: ms from the script's TIME to the grant's deadline
 };
 CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits);
 ScriptCall cancel_call(const Keys& keys, std::string_view member, std::uint32_t permits);
@@ -117,7 +120,7 @@ CancelResult parse_cancelled(const redisReply& reply);
 // The heartbeat of one process: one call per name, all in one pipeline.
 struct BeatEntry {
   std::string member;
-  std::chrono::milliseconds lease;
+  std::chrono::milliseconds lease;  // 0: a holder's check: reported, not renewed
 };
 struct BeatName {
   const Keys* keys;
@@ -127,6 +130,9 @@ struct BeatName {
 struct BeatResult {
   enum class Status { gone = 0, waiting = 1, holding = 2 } status = Status::gone;
   long long value = 0;  // waiting: position; holding: fence
+  // waiting: ms until the earliest holder deadline (-1: none); holding: ms
+  // from the script's TIME to the grant's deadline (after any renewal)
+  long long ms = -1;
 };
 struct BeatReply {
   std::string error;                // the name's call failed with this error reply
