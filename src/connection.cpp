@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "call_deadline.h"
 #include "fairlock/errors.h"
 #include "tls.h"
 
@@ -27,7 +28,11 @@ std::unique_ptr<Stream> open_stream(const Target& t) {
 }  // namespace
 
 Connection::Connection(const Target& t)
-    : where_(t.endpoint.where()), stream_(open_stream(t)), reader_(redisReaderCreate()) {
+    : where_(t.endpoint.where()),
+      command_timeout_(t.command_timeout),
+      io_timeout_(t.command_timeout),
+      stream_(open_stream(t)),
+      reader_(redisReaderCreate()) {
   if (!reader_) throw ConnectionError("redis: cannot allocate a reply reader");
   set_io_timeout(stream_->fd(), t.command_timeout);
   authenticate(t.endpoint);
@@ -60,8 +65,22 @@ auto Connection::guarded(F&& f) -> decltype(f()) {
   }
 }
 
+// Each read and write waits at most command_timeout, or until the deadline
+// of the call (CallDeadline) if that is nearer; none starts after it.
+void Connection::bound_io() {
+  const std::chrono::milliseconds t = CallDeadline::bound(command_timeout_);
+  if (t.count() <= 0) throw TimeoutError("redis: the call's deadline passed before " + where_ + " answered");
+  if (t == io_timeout_) return;
+  set_io_timeout(stream_->fd(), t);
+  io_timeout_ = t;
+}
+
+std::string Connection::waited() const {
+  return io_timeout_ < command_timeout_ ? "before the call's deadline" : "within command_timeout";
+}
+
 void Connection::lost(Io io) {
-  if (io == Io::would_block) throw TimeoutError("redis: no reply from " + where_ + " within command_timeout");
+  if (io == Io::would_block) throw TimeoutError("redis: no reply from " + where_ + " " + waited());
   if (!answered_ && !stream_->is_tls() && io == Io::reset) {
     // A TLS-only port resets a plain client on its first bytes.
     throw TlsError(TlsError::Reason::tls_required,
@@ -113,8 +132,9 @@ void Connection::flush() {
   guarded([&] {
     std::size_t sent = 0;
     while (sent < out_.size()) {
+      bound_io();
       IoResult r = stream_->write(out_.data() + sent, out_.size() - sent);
-      if (r.io == Io::would_block) throw TimeoutError("redis: writing to " + where_ + " took over command_timeout");
+      if (r.io == Io::would_block) throw TimeoutError("redis: writing to " + where_ + " did not finish " + waited());
       if (r.io != Io::done) lost(r.io);
       sent += r.bytes;
     }
@@ -135,6 +155,7 @@ ReplyPtr Connection::parsed() {
 // One read into the reader; false if nothing came without waiting.
 bool Connection::receive(bool dont_wait) {
   char buf[16 * 1024];
+  if (!dont_wait) bound_io();
   IoResult r = stream_->read(buf, sizeof buf, dont_wait);
   if (r.io == Io::would_block && dont_wait) return false;
   if (r.io != Io::done) lost(r.io);

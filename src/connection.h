@@ -60,7 +60,11 @@ class Connection {
   ReplyPtr parsed();
   bool receive(bool dont_wait);
   [[noreturn]] void lost(Io io);
+  void bound_io();
+  std::string waited() const;
   std::string where_;
+  const std::chrono::milliseconds command_timeout_;
+  std::chrono::milliseconds io_timeout_;  // as set on the socket now
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<redisReader, ReaderDeleter> reader_;
   std::string out_;

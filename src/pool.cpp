@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "call_deadline.h"
 #include "fairlock/errors.h"
 
 namespace fairlock::detail {
@@ -9,10 +10,22 @@ namespace fairlock::detail {
 Pool::Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log)
     : target_(std::move(target)), size_(size), counters_(counters), log_(log) {}
 
+namespace {
+// The target, its connect timeout cut to the call's deadline if nearer.
+Target bounded(Target t) {
+  if (CallDeadline::binds(t.connect_timeout)) {
+    t.connect_timeout = std::max(std::chrono::milliseconds(1), CallDeadline::bound(t.connect_timeout));
+  }
+  return t;
+}
+}  // namespace
+
 std::unique_ptr<Connection> Pool::take() {
   std::unique_lock<std::mutex> lk(mu_);
-  if (!cv_.wait_for(lk, target_.command_timeout, [&] { return !idle_.empty() || open_ < size_; })) {
-    throw TimeoutError("fairlock: no free connection within command_timeout");
+  const auto wait = CallDeadline::bound(target_.command_timeout);
+  if (!cv_.wait_for(lk, wait, [&] { return !idle_.empty() || open_ < size_; })) {
+    throw TimeoutError(wait < target_.command_timeout ? "fairlock: no free connection before the call's deadline"
+                                                      : "fairlock: no free connection within command_timeout");
   }
   while (!idle_.empty()) {
     auto c = std::move(idle_.back());
@@ -27,7 +40,7 @@ std::unique_ptr<Connection> Pool::take() {
   ++open_;
   lk.unlock();
   try {
-    auto c = std::make_unique<Connection>(target_);
+    auto c = std::make_unique<Connection>(bounded(target_));
     lk.lock();
     if (had_failure_) {
       had_failure_ = false;
