@@ -68,13 +68,14 @@ ClientImpl::ClientImpl(Options o)
       log_(logger_of(opts_)),
       id_(random_hex(8)),
       mode_(opts_.notify),
-      async_(opts_.executor, log_),
+      async_(opts_.executor, log_, opts_.command_timeout),
       session_(opts_.liveness_ttl, counters_, *log_),
       router_(make_router(opts_, id_, session_, counters_, *log_)) {}
 
 ClientImpl::~ClientImpl() { shutdown(); }
 
 void ClientImpl::start() {
+  session_.set_owner([weak = weak_from_this()] { return std::shared_ptr<void>(weak.lock()); });
   mode_ = router_->start();
   session_.start(*router_);
   log_->info("fairlock: client {} started ({} mode)", id_, mode_name(mode_));

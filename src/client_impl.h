@@ -18,7 +18,7 @@ class logger;
 
 namespace fairlock::detail {
 
-class ClientImpl {
+class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
  public:
   explicit ClientImpl(Options o);
   ~ClientImpl();

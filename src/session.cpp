@@ -16,10 +16,11 @@ Session::Session(milliseconds liveness, Counters& counters, spdlog::logger& log)
 
 Session::~Session() { shutdown(); }
 
+void Session::set_owner(std::function<std::shared_ptr<void>()> pin) { pin_ = std::move(pin); }
+
 void Session::start(Router& router) {
   router_ = &router;
-  thread_ = std::thread([this] { loop(); });
-  thread_id_ = thread_.get_id();
+  thread_.start([this, stopped = stopped_] { loop(stopped); });
 }
 
 // ---------------------------------------------------------------- registry
@@ -77,7 +78,12 @@ std::vector<std::shared_ptr<SessionMember>> Session::members() {
 
 // ---------------------------------------------------------------- wake signals
 
+// The wake thread's events run with the owner pinned too: if the user drops
+// the last other reference meanwhile, the owner is destroyed on a thread of
+// its own, never on the wake thread inside its loop.
 void Session::granted(const std::string& member, std::uint64_t fence) {
+  std::shared_ptr<void> keep = pinned();
+  if (!keep) return;
   std::shared_ptr<SessionMember> m;
   {
     std::lock_guard<std::mutex> lk(reg_mu_);
@@ -85,9 +91,29 @@ void Session::granted(const std::string& member, std::uint64_t fence) {
     if (it != registry_.end()) m = it->second.member.lock();
   }
   if (m) m->on_signal(member, fence);
+  m.reset();
+  release_elsewhere(std::move(keep));
+}
+
+// The owner, pinned; null once it is going away. A session without an owner
+// (tests) pins nothing.
+std::shared_ptr<void> Session::pinned() const {
+  static const auto unowned = std::make_shared<int>(0);
+  return pin_ ? pin_() : unowned;
+}
+
+void Session::release_elsewhere(std::shared_ptr<void> keep) {
+  if (keep.use_count() == 1) std::thread([k = std::move(keep)] {}).detach();
 }
 
 void Session::recheck(const std::string* name) {
+  std::shared_ptr<void> keep = pinned();
+  if (!keep) return;
+  kick_waiters(name);
+  release_elsewhere(std::move(keep));
+}
+
+void Session::kick_waiters(const std::string* name) {
   auto all = members();
   if (!name) {
     for (auto& m : all) m->kick();
@@ -118,27 +144,37 @@ void Session::recheck(const std::string* name) {
 
 // ---------------------------------------------------------------- heartbeat
 
-void Session::loop() {
-  std::unique_lock<std::mutex> lk(hb_mu_);
+// A round runs with the owner pinned. A user's callback in it (on_lost,
+// on_position) may drop every other reference to the client: the last one
+// then goes with `keep`, destroying this session on its own thread (which
+// detaches it), so after that only `stopped`, shared, is read.
+void Session::loop(const std::shared_ptr<std::atomic<bool>>& stopped) {
   auto next = steady_clock::now() + heartbeat_period();
-  while (!stopping_) {
-    bool woken = hb_cv_.wait_until(lk, next, [&] { return stopping_ || poke_; });
-    if (stopping_) break;
-    if (woken) {  // a shorter lease appeared: maybe beat sooner
-      poke_ = false;
-      next = std::min(next, steady_clock::now() + heartbeat_period());
-      continue;
-    }
+  for (;;) {
+    std::shared_ptr<void> keep = wait_for_round(next);
+    if (!keep) return;
     const auto started = steady_clock::now();
-    lk.unlock();
     try {
       beat();
     } catch (const std::exception& e) {  // a heartbeat must never end the process
       log_.warn("fairlock: heartbeat failed: {}", e.what());
     }
-    const auto next_at = next_round(started, steady_clock::now());  // it may log: not under hb_mu_
-    lk.lock();
-    next = next_at;
+    next = next_round(started, steady_clock::now());  // it may log: not under hb_mu_
+    keep.reset();
+    if (stopped->load()) return;
+  }
+}
+
+// Waits until the round due at `next` (moved sooner when a shorter lease
+// appears); the owner pinned for it, or null when stopping.
+std::shared_ptr<void> Session::wait_for_round(SteadyTime& next) {
+  std::unique_lock<std::mutex> lk(hb_mu_);
+  for (;;) {
+    const bool woken = hb_cv_.wait_until(lk, next, [&] { return stopping_ || poke_; });
+    if (stopping_) return nullptr;
+    if (!woken) return pinned();
+    poke_ = false;
+    next = std::min(next, steady_clock::now() + heartbeat_period());
   }
 }
 
@@ -249,14 +285,11 @@ void Session::shutdown() noexcept {
     std::lock_guard<std::mutex> lk(hb_mu_);
     first = !stopping_;
     stopping_ = true;
+    stopped_->store(true);
     hb_cv_.notify_all();
   }
   if (first) release_held();
-  // Called from a callback on our own thread: it ends by itself once it
-  // returns; joining it (or waiting for another joiner) would deadlock.
-  if (thread_id_ == std::this_thread::get_id()) return;
-  std::lock_guard<std::mutex> lk(join_mu_);
-  if (thread_.joinable()) thread_.join();
+  thread_.stop();  // on its own thread (a callback): detached, it ends by itself
 }
 
 }  // namespace fairlock::detail

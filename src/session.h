@@ -4,7 +4,9 @@
 // interval, whatever the number of claims). It is also where wake signals
 // land: it routes each one to the claim it names.
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "counters.h"
+#include "owned_thread.h"
 #include "protocol.h"
 #include "wake.h"
 
@@ -79,6 +82,11 @@ class Session final : public WakeSink {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  // `pin` returns a reference that keeps the session's owner (the client)
+  // alive, or null once it is going away: the heartbeat thread holds one
+  // for each round, and wake events for their handling, so the owner is
+  // never destroyed in the middle of either. Set before any thread starts.
+  void set_owner(std::function<std::shared_ptr<void>()> pin);
   void start(Router& router);
   // Cancels every wait, releases every held grant (one round trip per
   // server), stops the heartbeat.
@@ -101,8 +109,12 @@ class Session final : public WakeSink {
     std::vector<std::pair<std::shared_ptr<SessionMember>, SessionMember::Beat>> items;
   };
   std::vector<std::shared_ptr<SessionMember>> members();
+  void kick_waiters(const std::string* name);
+  std::shared_ptr<void> pinned() const;
+  static void release_elsewhere(std::shared_ptr<void> keep);
   void erase(std::map<std::string, Entry>::iterator it);
-  void loop();
+  void loop(const std::shared_ptr<std::atomic<bool>>& stopped);
+  std::shared_ptr<void> wait_for_round(SteadyTime& next);
   SteadyTime next_round(SteadyTime started, SteadyTime ended);  // logs an overrun
   void beat();
   void beat_server(Server& server, std::map<std::string, Group>& groups);
@@ -125,9 +137,11 @@ class Session final : public WakeSink {
   // (touched by the heartbeat thread only).
   static constexpr std::chrono::seconds kOverrunWarningEvery{30};
   std::optional<SteadyTime> last_overrun_warning_;
-  std::thread thread_;
-  std::thread::id thread_id_;  // set once by start(): compared without join_mu_
-  std::mutex join_mu_;
+  std::function<std::shared_ptr<void>()> pin_;
+  // Set with stopping_; shared with the thread, which reads it after a round
+  // whose end may have destroyed this session (see loop).
+  const std::shared_ptr<std::atomic<bool>> stopped_ = std::make_shared<std::atomic<bool>>(false);
+  OwnedThread thread_;
 };
 
 }  // namespace fairlock::detail

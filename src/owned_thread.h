@@ -1,0 +1,46 @@
+#pragma once
+// A thread its owner starts and stops: stop() joins it, unless it runs on
+// that thread itself (a user's callback that shuts the client down, or drops
+// the last reference to it): then the thread is detached, ends by itself,
+// and must not touch its owner again (see Session::loop for how).
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace fairlock::detail {
+
+class OwnedThread {
+ public:
+  OwnedThread() = default;
+  ~OwnedThread() { stop(); }
+  OwnedThread(const OwnedThread&) = delete;
+  OwnedThread& operator=(const OwnedThread&) = delete;
+
+  template <class F>
+  void start(F&& body) {
+    std::lock_guard<std::mutex> lk(join_mu_);
+    thread_ = std::thread(std::forward<F>(body));
+    id_ = thread_.get_id();
+  }
+  bool is_current() const { return id_ == std::this_thread::get_id(); }
+
+  // Joins the thread, from any other thread (several may call it at once).
+  // On the thread itself: detaches it, unless another thread is joining it
+  // now (then that join completes once the thread returns).
+  void stop() noexcept {
+    if (is_current()) {
+      std::unique_lock<std::mutex> lk(join_mu_, std::try_to_lock);
+      if (lk.owns_lock() && thread_.joinable()) thread_.detach();
+      return;
+    }
+    std::lock_guard<std::mutex> lk(join_mu_);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+  std::thread::id id_;  // set once by start(), before anyone may stop it
+  std::mutex join_mu_;
+};
+
+}  // namespace fairlock::detail
