@@ -7,10 +7,13 @@
 #include <exception>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "call_deadline.h"
+#include "retry_policy.h"
 #include "script_batch.h"
 
 namespace fairlock::detail {
@@ -35,6 +38,8 @@ struct AsyncDriver::State {
   std::deque<std::shared_ptr<AsyncWaiter>> ready;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
   std::deque<std::function<void()>> jobs;
+  std::multiset<SteadyTime> deadlines;  // of the waits in progress (track_deadline)
+  std::chrono::milliseconds round_limit{0};
   bool started = false;
   bool stopping = false;
   bool finished = false;      // the loop has ended: nothing scheduled now would run
@@ -50,6 +55,7 @@ struct AsyncDriver::State {
     bool last = false;
   };
   Round take(std::unique_lock<std::mutex>& lk);
+  SteadyTime round_bound();
   // Nothing scheduled now would run: the loop has ended, or it was stopped
   // before it ever started (and must not start after stop()).
   bool over() const { return finished || (stopping && !started); }
@@ -61,8 +67,10 @@ struct AsyncDriver::State {
   }
 };
 
-AsyncDriver::AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log) : state_(std::make_shared<State>()) {
+AsyncDriver::AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds round_limit)
+    : state_(std::make_shared<State>()) {
   state_->executor = std::move(executor);
+  state_->round_limit = round_limit;
   state_->log = std::move(log);
 }
 
@@ -189,6 +197,29 @@ AsyncDriver::State::Round AsyncDriver::State::take(std::unique_lock<std::mutex>&
   return round;
 }
 
+void AsyncDriver::track_deadline(SteadyTime deadline) {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  state_->deadlines.insert(deadline);
+}
+
+void AsyncDriver::untrack_deadline(SteadyTime deadline) {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  auto it = state_->deadlines.find(deadline);
+  if (it != state_->deadlines.end()) state_->deadlines.erase(it);
+}
+
+// How long this round's calls may take: until the earliest deadline of a
+// wait in progress (and a grace), so that a stalled server never holds the
+// thread, and with it every other wait's deadline, past it; and one
+// round_limit (command_timeout) for the whole round, however many chunks
+// its calls take.
+SteadyTime AsyncDriver::State::round_bound() {
+  const SteadyTime limit = steady_clock::now() + round_limit;
+  std::lock_guard<std::mutex> lk(mu);
+  if (deadlines.empty()) return limit;
+  return std::min(limit, *deadlines.begin() + retry::kGiveUpGrace);
+}
+
 void AsyncDriver::loop(const std::shared_ptr<State>& s) {
   for (;;) {
     State::Round round;
@@ -206,6 +237,7 @@ void AsyncDriver::loop(const std::shared_ptr<State>& s) {
         s->log->error("fairlock: async wait step failed: {}", e.what());
       }
     }
+    const CallDeadline bound(s->round_bound());
     batch.run();
     for (auto& job : round.jobs) {
       try {

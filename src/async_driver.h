@@ -36,7 +36,9 @@ class AsyncWaiter {
 
 class AsyncDriver {
  public:
-  AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log);
+  // `round_limit`: the most one round of script calls may take, all chunks
+  // together (a stalled server cuts it there).
+  AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds round_limit);
   ~AsyncDriver();
   AsyncDriver(const AsyncDriver&) = delete;
   AsyncDriver& operator=(const AsyncDriver&) = delete;
@@ -46,6 +48,11 @@ class AsyncDriver {
   bool schedule(const std::shared_ptr<AsyncWaiter>& waiter);
   // Runs a job on the async thread (inline once stopped).
   void post(std::function<void()> job);
+  // The deadlines of the waits in progress: no round of script calls on the
+  // async thread may outlast the earliest of them (a stalled server cuts the
+  // round there: the waits past their deadline then time out at once).
+  void track_deadline(SteadyTime deadline);
+  void untrack_deadline(SteadyTime deadline);
   // Hands a callback to the executor, or runs it here; its exceptions are
   // logged, never propagated.
   void deliver(std::function<void()> callback) noexcept;

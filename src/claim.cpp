@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "retry_policy.h"
+
 namespace fairlock::detail {
 
 using std::chrono::milliseconds;
@@ -29,7 +31,7 @@ std::optional<std::string> Claim::begin(std::string member, bool queue, std::opt
   timer_at_.reset();
   retry_at_.reset();
   failing_since_.reset();
-  backoff_ = milliseconds(20);
+  backoff_ = retry::kFirstBackoff;
   lost_reason_.clear();
   beat_error_.clear();
   return stale;
@@ -67,16 +69,29 @@ Step Claim::ask(bool queue) {
 std::optional<Step> Claim::take_signal(SteadyTime now) {
   if (!signalled_) return std::nullopt;
   signalled_ = false;
-  const SteadyTime valid = lease_confirmed_ ? valid_until_ : refreshed_at_ + cfg_.liveness;
+  const SteadyTime valid = lease_confirmed_ ? valid_until_ : refreshed_at_ + handoff_validity();
   if (signal_fence_ != ticket_) {
     lease_confirmed_ = false;  // a grant of an earlier place we no longer hold: ignore
   } else if (valid <= now) {
     lease_confirmed_ = false;
     kicked_ = true;  // too late to trust it blindly: ask Redis
   } else {
-    return granted_with(signal_fence_, valid);
+    return granted_with(signal_fence_, valid);  // the next heartbeat renews it once (beat_item)
   }
   return std::nullopt;
+}
+
+// How long a grant handed to this wait inside another call lasts at least,
+// counted from the send time of the last call that saw it still waiting:
+// the server gives it min(our process's liveness deadline, grant time +
+// our lease) (docs/PROTOCOL.md), and both are at least that far from then.
+std::chrono::milliseconds Claim::handoff_validity() const { return std::min(cfg_.lease, cfg_.liveness); }
+
+// A grant the server reported with `remaining_ms` left, in the reply to a
+// call sent at `sent`: valid until sent + remaining_ms, never longer. (The
+// server took its time after we sent, so its deadline is no earlier.)
+SteadyTime Claim::server_deadline(SteadyTime sent, long long remaining_ms) {
+  return sent + milliseconds(std::max(0LL, remaining_ms));
 }
 
 Step Claim::granted_with(std::uint64_t fence, SteadyTime valid_until) {
@@ -110,15 +125,23 @@ std::chrono::steady_clock::duration Claim::poll_interval(milliseconds heartbeat_
   return std::min<steady_clock::duration>(slow, heartbeat_period);
 }
 
+// The earliest holder's deadline, `next_ms` after a call sent at `sent`
+// (-1: no holder): a waiter within the permits wakes then, since a lease
+// may run out without a release (or a handoff to a dead waiter expire).
+void Claim::note_next_expiry(long long next_ms, SteadyTime sent) {
+  next_expiry_ms_ = next_ms;
+  expiry_at_ = sent + milliseconds(std::max(0LL, next_ms) + 2);
+}
+
 Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
   asked_ = true;
-  backoff_ = milliseconds(20);
+  backoff_ = retry::kFirstBackoff;
   failing_since_.reset();
   Effects fx;
   switch (reply.status) {
     case Acquired::Status::granted:
       lease_confirmed_ = true;
-      granted_with(reply.fence, sent + cfg_.lease);
+      granted_with(reply.fence, server_deadline(sent, reply.remaining_ms));
       return fx;
     case Acquired::Status::busy:
       state_ = State::idle;
@@ -133,19 +156,21 @@ Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
   ticket_ = reply.ticket;
   if (position_ != reply.position) fx.position = static_cast<std::size_t>(std::max(0LL, reply.position));
   position_ = reply.position;
-  next_expiry_ms_ = reply.next_expiry_ms;
-  expiry_at_ = sent + milliseconds(std::max(0LL, reply.next_expiry_ms) + 2);
+  note_next_expiry(reply.next_expiry_ms, sent);
   refreshed_at_ = std::max(refreshed_at_, sent);
   last_ok_ = sent;
   return fx;
 }
 
 bool Claim::on_ask_failed(SteadyTime sent, SteadyTime now, Failure failure) {
-  if (deadline_ && now >= *deadline_) return false;
   if (!failing_since_) failing_since_ = now;
-  if (!may_retry(sent, now, failure)) return false;
-  retry_at_ = now + backoff_;
-  backoff_ = std::min(backoff_ * 2, milliseconds(500));
+  const bool at_deadline = deadline_ && now >= *deadline_;
+  // A queued wait whose call may have run ends at its deadline as any other:
+  // it times out and leaves the queue (give_up), whatever the server does.
+  const bool times_out = at_deadline && queue_ && failure != Failure::refused && (asked_ || maybe_queued_ || failure == Failure::in_doubt);
+  if (!may_retry(sent, now, failure) && !times_out) return false;
+  retry_at_ = at_deadline ? now : now + backoff_;  // at the deadline: next() gives up at once
+  backoff_ = std::min(backoff_ * 2, retry::kMaxBackoff);
   return true;
 }
 
@@ -180,10 +205,12 @@ bool Claim::may_retry(SteadyTime sent, SteadyTime now, Failure failure) {
   return now - std::max(last_ok_, refreshed_at_) <= cfg_.liveness;
 }
 
-void Claim::on_gave_up(const CancelResult& reply) {
+void Claim::on_gave_up(const CancelResult& reply, SteadyTime sent) {
   if (reply.status == CancelResult::Status::granted) {
-    // Granted by a handoff while we were giving up: keep it.
-    granted_with(reply.fence, refreshed_at_ + cfg_.liveness);
+    // Granted while we were giving up (a handoff, or a call of ours that
+    // ran late): keep it, for exactly as long as the server says.
+    lease_confirmed_ = true;
+    granted_with(reply.fence, server_deadline(sent, reply.remaining_ms));
     return;
   }
   state_ = State::idle;
@@ -254,10 +281,13 @@ std::optional<SessionMember::Beat> Claim::beat_item(SteadyTime now, Effects& eff
     return std::nullopt;
   }
   if (cfg_.auto_renew || !lease_confirmed_) return SessionMember::Beat{member_, cfg_.lease, true};
-  return std::nullopt;
+  // Not renewed, but checked: an eviction or a loss is learned within one
+  // heartbeat interval.
+  return SessionMember::Beat{member_, milliseconds(0), true};
 }
 
-Effects Claim::on_beat(const std::string& member, bool sent_as_holder, BeatResult result, SteadyTime sent_at) {
+Effects Claim::on_beat(const std::string& member, bool sent_as_holder, std::chrono::milliseconds sent_lease,
+                       BeatResult result, SteadyTime sent_at) {
   Effects fx;
   if (member != member_) return fx;
   beat_error_.clear();
@@ -267,19 +297,20 @@ Effects Claim::on_beat(const std::string& member, bool sent_as_holder, BeatResul
       refreshed_at_ = std::max(refreshed_at_, sent_at);
       if (position_ != result.value) fx.position = static_cast<std::size_t>(std::max(0LL, result.value));
       position_ = result.value;
+      note_next_expiry(result.ms, sent_at);
     } else if (result.status == BeatResult::Status::holding && !signalled_ && result.value > 0) {
       signalled_ = true;
       signal_fence_ = static_cast<std::uint64_t>(result.value);
-      lease_confirmed_ = true;
-      valid_until_ = sent_at + cfg_.lease;
+      lease_confirmed_ = true;  // a waiter's beat carries its lease: it renewed the grant
+      valid_until_ = server_deadline(sent_at, result.ms);
       counters_.add(&Stats::wakes_heartbeat);
     } else if (result.status == BeatResult::Status::gone) {
       kicked_ = true;  // our entry expired: acquire again (joins at the tail)
     }
   } else if (state_ == State::held) {
     if (result.status == BeatResult::Status::holding && static_cast<std::uint64_t>(result.value) == fence_) {
-      valid_until_ = std::max(valid_until_, sent_at + cfg_.lease);
-      lease_confirmed_ = true;
+      valid_until_ = std::max(valid_until_, server_deadline(sent_at, result.ms));
+      if (sent_lease.count() > 0) lease_confirmed_ = true;
     } else if (sent_as_holder) {  // a beat sent while we still waited says nothing about the grant
       fx.lost = mark_lost("the grant is gone from Redis (expired or evicted)");
     }

@@ -11,6 +11,7 @@
 
 #include "counters.h"
 #include "protocol.h"
+#include "retry_policy.h"
 #include "session.h"
 
 namespace fairlock::detail {
@@ -80,7 +81,8 @@ class Claim {
   // The acquire call sent at `sent` failed; true if the wait retries after
   // a backoff.
   bool on_ask_failed(SteadyTime sent, SteadyTime now, Failure failure);
-  void on_gave_up(const CancelResult& reply);
+  // The cancel call sent at `sent` at the deadline came back.
+  void on_gave_up(const CancelResult& reply, SteadyTime sent);
   void finish_cancelled();
   // Any other way out of a wait (an error): idle again.
   void abort();
@@ -94,7 +96,8 @@ class Claim {
 
   // --- the session's events
   std::optional<SessionMember::Beat> beat_item(SteadyTime now, Effects& effects);
-  Effects on_beat(const std::string& member, bool sent_as_holder, BeatResult result, SteadyTime sent_at);
+  Effects on_beat(const std::string& member, bool sent_as_holder, std::chrono::milliseconds sent_lease,
+                  BeatResult result, SteadyTime sent_at);
   void on_beat_error(const std::string& member, const std::string& error);
   bool on_signal(const std::string& member, std::uint64_t fence);
   bool kick();
@@ -102,6 +105,11 @@ class Claim {
 
   bool owns(SteadyTime now) const { return state_ == State::held && now < valid_until_; }
   bool waiting() const { return state_ == State::waiting; }
+  std::optional<SteadyTime> deadline() const { return deadline_; }
+  // The grant of `member` is this claim's (held, or held and found lost).
+  bool holds(const std::string& member) const {
+    return (state_ == State::held || state_ == State::lost) && member_ == member;
+  }
   std::uint64_t fence() const { return fence_; }
   const std::string& member() const { return member_; }
 
@@ -109,6 +117,9 @@ class Claim {
   enum class State { idle, waiting, held, lost, shut_down };
   Step ask(bool queue);
   Step granted_with(std::uint64_t fence, SteadyTime valid_until);
+  std::chrono::milliseconds handoff_validity() const;
+  static SteadyTime server_deadline(SteadyTime sent, long long remaining_ms);
+  void note_next_expiry(long long next_ms, SteadyTime sent);
   std::optional<Step> take_signal(SteadyTime now);
   SteadyTime wake_time(SteadyTime now, const WaitContext& ctx) const;
   std::chrono::steady_clock::duration poll_interval(std::chrono::milliseconds heartbeat_period) const;
@@ -147,7 +158,7 @@ class Claim {
   std::optional<SteadyTime> timer_at_;       // the wait's own timer
   std::optional<SteadyTime> retry_at_;       // after a failed ask
   std::optional<SteadyTime> failing_since_;  // asks have failed in a row since then
-  std::chrono::milliseconds backoff_{20};
+  std::chrono::milliseconds backoff_ = retry::kFirstBackoff;
 };
 
 }  // namespace fairlock::detail

@@ -12,6 +12,13 @@ detail::Participant& live(const std::shared_ptr<detail::Participant>& p) {
   if (!p) throw std::logic_error("fairlock: use of a moved-from lock object");
   return *p;
 }
+
+// The deadline `timeout` (> 0) from now; none for one so long that the
+// clock would overflow (over about 31 years: such a wait waits as lock()).
+std::optional<std::chrono::steady_clock::time_point> deadline_in(std::chrono::duration<double> timeout) {
+  if (timeout.count() > 1e9) return std::nullopt;
+  return std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
+}
 }  // namespace
 
 FairSemaphore::FairSemaphore(Client& client, std::string name, std::uint32_t permits, LockOptions options)
@@ -38,9 +45,7 @@ bool FairSemaphore::try_lock() { return live(p_).acquire(std::nullopt, false); }
 bool FairSemaphore::wait_for(std::chrono::duration<double> timeout) {
   auto& p = live(p_);
   if (!(timeout.count() > 0)) return p.acquire(std::nullopt, false);  // <= 0 or NaN: try_lock
-  if (timeout.count() > 1e9) return p.acquire(std::nullopt, true);    // ~31 years: no deadline
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
-  return p.acquire(deadline, true);
+  return p.acquire(deadline_in(timeout), true);
 }
 
 Released FairSemaphore::release() noexcept { return p_ ? p_->release() : Released::not_held; }
@@ -56,7 +61,7 @@ AcquireHandle FairSemaphore::lock_async(AcquireCallback done) {
 AcquireHandle FairSemaphore::lock_async(std::chrono::milliseconds timeout, AcquireCallback done) {
   auto& p = live(p_);
   if (timeout.count() <= 0) return p.acquire_async(std::nullopt, false, std::move(done));
-  return p.acquire_async(std::chrono::steady_clock::now() + timeout, true, std::move(done));
+  return p.acquire_async(deadline_in(timeout), true, std::move(done));
 }
 
 namespace {

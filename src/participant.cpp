@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "call_deadline.h"
 #include "client_impl.h"
 #include "fairlock/errors.h"
 #include "router.h"
@@ -42,6 +43,11 @@ Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, s
   if (permits_ < 1) throw std::invalid_argument("permits: must be at least 1");
   if (permits_ > limits::kMaxPermits) throw std::invalid_argument("permits: at most 1000000");
   if (opts_.lease.count() <= 0) throw std::invalid_argument("lease: must be positive");
+  if (opts_.lease < limits::kMinLease) {
+    throw std::invalid_argument("lease: at least " + std::to_string(limits::kMinLease.count()) +
+                                " ms (the heartbeat renews a grant every third of its lease, at most every 10 ms"
+                                " plus a round trip: a shorter lease is lost before it can be renewed)");
+  }
   if (opts_.lease > limits::kMaxDuration) throw std::invalid_argument("lease: at most 2147483647 ms");
   client_->check_running();
 }
@@ -73,7 +79,7 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
 }
 
 std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool queue) {
-  std::string member = new_member(client_->mode(), client_->id());
+  std::string member = new_member(client_->mode(), client_->id(), opts_.lease);
   std::optional<std::string> stale;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -82,6 +88,7 @@ std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool que
   }
   if (stale) {
     client_->session().delist(*stale);
+    const CallDeadline bound(deadline);
     release_quietly(*stale, false);
   }
   client_->session().enlist(member, shared_from_this(), opts_.lease);
@@ -124,7 +131,9 @@ bool Participant::drive(const std::string& member, bool watched) {
 // (then its entry goes as an abandoned one: see settle_leave). Called locked,
 // returns unlocked.
 void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server) noexcept {
-  const bool still_waiting = claim_.waiting();
+  // Only this wait's own: once it has ended, another thread may have begun
+  // the object's next wait, which this one must never touch.
+  const bool still_waiting = claim_.waiting() && claim_.member() == member;
   if (still_waiting) claim_.abort();
   lk.unlock();
   if (!still_waiting) return;
@@ -142,11 +151,13 @@ WaitContext Participant::wait_context(bool watched) const {
 }
 
 void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step) {
+  const std::optional<SteadyTime> deadline = claim_.deadline();
   lk.unlock();
   const SteadyTime sent = steady_clock::now();
   Acquired reply;
   std::exception_ptr error;
   try {
+    const CallDeadline bound(deadline);  // a stalled server never holds us past it
     reply = detail::acquire(node().server, keys_, acquire_args(member, step));
   } catch (const Error&) {
     error = std::current_exception();
@@ -181,11 +192,36 @@ void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& r
   }
 }
 
+// The deadline passed: leave the queue, learning whether a grant came
+// meanwhile (kept, for as long as the server says). The call gets a short
+// grace, not the whole command_timeout: if the server does not answer in
+// time, the wait times out now and the leave is settled in the background.
 void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& member) {
   lk.unlock();
-  const CancelResult left = detail::cancel(node().server, keys_, member, permits_);
+  const SteadyTime sent = steady_clock::now();
+  CancelResult left;
+  try {
+    const CallDeadline bound(sent + retry::kGiveUpGrace);
+    left = detail::cancel(node().server, keys_, member, permits_);
+  } catch (const Error& e) {
+    client_->log().debug("fairlock: leaving the queue of {} at the deadline: {}; settling it in the background",
+                         name_, e.what());
+    leave_later(member);
+  }
   lk.lock();
-  claim_.on_gave_up(left);
+  claim_.on_gave_up(left, sent);
+}
+
+// settle_leave on the async thread, for a wait that has already returned.
+void Participant::leave_later(const std::string& member) noexcept {
+  client_->session().delist(member);
+  try {
+    client_->async().post([self = shared_from_this(), member] {
+      self->settle_leave(member, [&] { return detail::cancel(self->node().server, self->keys_, member, self->permits_); });
+    });
+  } catch (const std::exception& e) {
+    client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
+  }
 }
 
 bool Participant::finish_granted(std::unique_lock<std::mutex>& lk) {
@@ -239,16 +275,18 @@ void Participant::unlock() noexcept {
 Released Participant::release_member(const ReleasePlan& plan) noexcept {
   bool released = false;
   std::string error;
+  std::string unconfirmed;
   try {
     try {
       released = detail::release(node().server, keys_, plan.member, permits_, plan.queued_first);
     } catch (const ConnectionError& e) {
       // Once more on a fresh connection: the server may have closed ours
-      // (restart, CLIENT KILL) just now. If the first attempt did run, this
-      // one finds nothing to release: that is not a loss.
+      // (restart, CLIENT KILL) just now. If this one finds nothing, the
+      // first attempt may have run, or the grant was already lost: which,
+      // nobody can tell, so it is reported lost, never released.
       client_->log().debug("fairlock: release of {} failed, retrying once: {}", name_, e.what());
-      detail::release(node().server, keys_, plan.member, permits_, plan.queued_first);
-      released = true;
+      released = detail::release(node().server, keys_, plan.member, permits_, plan.queued_first);
+      if (!released) unconfirmed = " (the first release attempt was cut off in transit: it may have run)";
     }
   } catch (const std::exception& e) {
     error = e.what();
@@ -259,12 +297,12 @@ Released Participant::release_member(const ReleasePlan& plan) noexcept {
     return Released::failed;
   }
   if (released && plan.lost_reason.empty()) return Released::released;
-  std::string why = plan.lost_reason;
-  if (why.empty()) {
-    why = "the grant was gone when unlock ran (lease expired or evicted)";
-    client_->counters().add(&Stats::lost);
+  if (!plan.lost_reason.empty()) {  // reported when it was learned
+    client_->log().warn("fairlock: lock {} lost: {}", name_, plan.lost_reason);
+    return Released::lost;
   }
-  client_->log().warn("fairlock: lock {} lost: {}", name_, why);
+  client_->counters().add(&Stats::lost);
+  report_lost("the grant was gone when unlock ran (lease expired or evicted)" + unconfirmed);
   return Released::lost;
 }
 
@@ -366,7 +404,7 @@ std::optional<SessionMember::Beat> Participant::beat_item(SteadyTime now) {
 
 void Participant::on_beat(const Beat& beat, BeatResult result, SteadyTime sent_at) {
   std::unique_lock<std::mutex> lk(mu_);
-  apply(lk, claim_.on_beat(beat.member, beat.holder, result, sent_at));
+  apply(lk, claim_.on_beat(beat.member, beat.holder, beat.lease, result, sent_at));
 }
 
 void Participant::on_beat_error(const Beat& beat, const std::string& error) {

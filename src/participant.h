@@ -77,6 +77,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void report_lost(const std::string& why) noexcept;
   void give_up(std::unique_lock<std::mutex>& lk, const std::string& member);
   void leave(const std::string& member) noexcept;
+  void leave_later(const std::string& member) noexcept;
   bool finish_granted(std::unique_lock<std::mutex>& lk);
   WaitContext wait_context(bool watched) const;
   Released release_member(const ReleasePlan& plan) noexcept;
@@ -90,12 +91,12 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
     AcquireCallback done;
     std::uint64_t id;
     bool watched;  // keyspace mode: subscribed to the name's wake channel
+    std::optional<SteadyTime> deadline;
   };
   void send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now);
-  void send_give_up(ScriptBatch& batch, const std::string& member);
-  void send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait);
-  void on_ask_reply(const redisReply* reply, std::exception_ptr error, SteadyTime sent);
-  void take_reply(const std::function<void(std::unique_lock<std::mutex>&)>& take_in);
+  void send_leave(ScriptBatch& batch, const std::string& member, std::optional<AsyncWait> wait);
+  void on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error, SteadyTime sent);
+  bool take_reply(const std::string& member, const std::function<void(std::unique_lock<std::mutex>&)>& take_in);
   void finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result);
   AsyncWait end_async(std::unique_lock<std::mutex>& lk);
   void deliver(AsyncWait wait, const AcquireResult& result);

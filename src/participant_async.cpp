@@ -24,14 +24,15 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
   {
     std::lock_guard<std::mutex> lk(mu_);
     id = ++waits_;
-    async_ = AsyncWait{std::move(done), id, watched};
+    async_ = AsyncWait{std::move(done), id, watched, deadline};
   }
+  if (deadline) client_->async().track_deadline(*deadline);
   if (!client_->async().schedule(shared_from_this())) {  // the client shut down meanwhile
     std::unique_lock<std::mutex> lk(mu_);
     // Unless the async thread saw this wait after all (and so ends it):
     if (async_ && async_->id == id) {
       if (async_->watched) node().wake.unwatch(name_);
-      async_.reset();
+      end_async(lk);
       fail_wait(lk, member);
       throw Error("fairlock: the client is shut down");
     }
@@ -62,7 +63,15 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
     switch (step.kind) {
       case Step::Kind::ask: send_ask(batch, member, step, now); break;
       case Step::Kind::wait: return step.until;
-      case Step::Kind::give_up: send_give_up(batch, member); break;
+      case Step::Kind::give_up:
+        // The deadline passed: the wait times out now, whatever the server
+        // does; leaving the queue (and releasing a grant that came
+        // meanwhile) is settled in the background.
+        claim_.on_gave_up(CancelResult{}, now);
+        send_leave(batch, member, std::nullopt);
+        finish_async(lk, AcquireResult::failed_with(
+                             std::make_exception_ptr(TimeoutError("fairlock: " + name_ + ": wait timed out"))));
+        break;
       case Step::Kind::granted:
         if (client_->stopped() || abandoned_) {  // granted as the client or the object goes away: give it back
           finish_async(lk, AcquireResult::failed_with(std::make_exception_ptr(Cancelled(
@@ -95,12 +104,13 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
 
 void Participant::send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now) {
   batch.add(node().server, acquire_call(keys_, acquire_args(member, step)),
-            [self = shared_from_this(), now](const redisReply* reply, const std::exception_ptr& error) {
-              self->on_ask_reply(reply, error, now);
+            [self = shared_from_this(), member, now](const redisReply* reply, const std::exception_ptr& error) {
+              self->on_ask_reply(member, reply, error, now);
             });
 }
 
-void Participant::on_ask_reply(const redisReply* reply, std::exception_ptr error, SteadyTime sent) {
+void Participant::on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error,
+                               SteadyTime sent) {
   Acquired parsed;
   if (!error) {
     try {
@@ -109,24 +119,25 @@ void Participant::on_ask_reply(const redisReply* reply, std::exception_ptr error
       error = std::current_exception();
     }
   }
-  take_reply([&](std::unique_lock<std::mutex>& lk) { settle_ask(lk, parsed, error, sent); });
-}
-
-void Participant::send_give_up(ScriptBatch& batch, const std::string& member) {
-  batch.add(node().server, cancel_call(keys_, member, permits_),
-            [self = shared_from_this()](const redisReply* reply, const std::exception_ptr& error) {
-              self->take_reply([&](std::unique_lock<std::mutex>& /*locked*/) {
-                if (error) std::rethrow_exception(error);
-                self->claim_.on_gave_up(parse_cancelled(*reply));
-              });
-            });
-}
-
-// A reply to the wait in progress: `take_in` gives it to the claim (called
-// locked), then the wait is looked at again; what it throws ends the wait.
-void Participant::take_reply(const std::function<void(std::unique_lock<std::mutex>&)>& take_in) {
+  const bool taken = take_reply(member, [&](std::unique_lock<std::mutex>& lk) { settle_ask(lk, parsed, error, sent); });
+  if (taken || error || parsed.status != Acquired::Status::granted) return;
+  // The wait ended while the call was out. Granted by a signal meanwhile,
+  // the grant is ours; otherwise (its deadline, a cancel) it is nobody's,
+  // and goes back at once.
   std::unique_lock<std::mutex> lk(mu_);
-  if (!async_) return;
+  if (claim_.holds(member)) return;
+  lk.unlock();
+  leave_later(member);
+}
+
+// A reply to the wait of `member`, if it is still in progress (false
+// otherwise: a later wait of the object never takes an earlier one's
+// reply): `take_in` gives it to the claim (called locked), then the wait is
+// looked at again; what it throws ends the wait.
+bool Participant::take_reply(const std::string& member,
+                             const std::function<void(std::unique_lock<std::mutex>&)>& take_in) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!async_ || claim_.member() != member) return false;
   try {
     take_in(lk);
     client_->async().schedule(shared_from_this());
@@ -134,22 +145,26 @@ void Participant::take_reply(const std::function<void(std::unique_lock<std::mute
     if (!lk.owns_lock()) lk.lock();
     fail_async(lk, std::current_exception());
   }
+  return true;
 }
 
-// leave() for the async thread: the cancel call rides in the batch; the
-// callback gets Cancelled once it has run, as a blocking lock() throws
-// Cancelled after leaving.
-void Participant::send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait) {
+// leave() for the async thread: the cancel call rides in the batch. A
+// cancelled wait's callback (`wait`) gets Cancelled once it has run, as a
+// blocking lock() throws Cancelled after leaving; a wait that timed out has
+// had its callback already (none here).
+void Participant::send_leave(ScriptBatch& batch, const std::string& member, std::optional<AsyncWait> wait) {
   client_->session().delist(member);
-  const auto cancelled = AcquireResult::failed_with(std::make_exception_ptr(wait_cancelled()));
   batch.add(node().server, cancel_call(keys_, member, permits_),
-            [self = shared_from_this(), member, wait = std::move(wait), cancelled](
-                const redisReply* reply, const std::exception_ptr& error) mutable {
+            [self = shared_from_this(), member, wait = std::move(wait)](const redisReply* reply,
+                                                                        const std::exception_ptr& error) mutable {
               self->settle_leave(member, [&] {
                 if (error) std::rethrow_exception(error);
                 return parse_cancelled(*reply);
               });
-              self->deliver(std::move(wait), cancelled);
+              if (wait) {
+                self->deliver(std::move(*wait),
+                              AcquireResult::failed_with(std::make_exception_ptr(self->wait_cancelled())));
+              }
             });
 }
 
@@ -166,6 +181,7 @@ void Participant::finish_async(std::unique_lock<std::mutex>& lk, const AcquireRe
 Participant::AsyncWait Participant::end_async(std::unique_lock<std::mutex>& /*locked*/) {
   AsyncWait wait = std::move(*async_);
   async_.reset();
+  if (wait.deadline) client_->async().untrack_deadline(*wait.deadline);
   return wait;
 }
 

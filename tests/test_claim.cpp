@@ -31,12 +31,29 @@ Acquired queued(std::uint64_t ticket, long long position) {
   return a;
 }
 
-// A cancel that found the member granted by a handoff.
-CancelResult handed_off(std::uint64_t fence) {
+// A cancel that found the member granted, for `remaining` more.
+CancelResult handed_off(std::uint64_t fence, std::chrono::milliseconds remaining = 3000ms) {
   CancelResult c;
   c.status = CancelResult::Status::granted;
   c.fence = fence;
+  c.remaining_ms = remaining.count();
   return c;
+}
+
+Acquired granted(std::uint64_t fence, std::chrono::milliseconds remaining) {
+  Acquired a;
+  a.status = Acquired::Status::granted;
+  a.fence = fence;
+  a.remaining_ms = remaining.count();
+  return a;
+}
+
+BeatResult beat_result(BeatResult::Status status, long long value, long long ms = -1) {
+  BeatResult r;
+  r.status = status;
+  r.value = value;
+  r.ms = ms;
+  return r;
 }
 
 struct ClaimTest : ::testing::Test {
@@ -83,14 +100,14 @@ TEST_F(ClaimTest, AStaleSignalIsCheckedWithRedis) {
 TEST_F(ClaimTest, DeadlineGivesUpAndAHandoffMeanwhileIsKept) {
   queue(t0 + 100ms);
   EXPECT_EQ(claim.next(t0 + 100ms, kSignals).kind, Step::Kind::give_up);
-  claim.on_gave_up(handed_off(7));
+  claim.on_gave_up(handed_off(7), t0 + 100ms);
   EXPECT_EQ(claim.next(t0 + 101ms, kSignals).kind, Step::Kind::granted);
 }
 
 TEST_F(ClaimTest, DeadlineWithoutHandoffTimesOut) {
   queue(t0 + 100ms);
   EXPECT_EQ(claim.next(t0 + 150ms, kSignals).kind, Step::Kind::give_up);
-  claim.on_gave_up(CancelResult{});
+  claim.on_gave_up(CancelResult{}, t0 + 150ms);
   EXPECT_EQ(claim.next(t0 + 151ms, kSignals).kind, Step::Kind::timed_out);
   EXPECT_EQ(counters.snapshot().timeouts, 1u);
   EXPECT_FALSE(claim.waiting());
@@ -154,17 +171,18 @@ TEST_F(ClaimTest, AFirstAskInDoubtRetriesAsAQueuedWaiter) {
 
 // The deadline comes while a first call in doubt is being retried, and the
 // cancel finds that the lost call had queued us and we were handed the
-// grant: it is kept, valid for a liveness from when that call was sent.
+// grant: it is kept, valid for what the server says is left of it, counted
+// from when the cancel was sent.
 TEST_F(ClaimTest, AGrantFoundByTheCancelOfAFirstAskInDoubtIsValid) {
   ASSERT_FALSE(claim.begin("pm:1", true, t0 + 100ms, "n"));
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
   ASSERT_TRUE(claim.on_ask_failed(t0, t0 + 50ms, Claim::Failure::in_doubt));
   ASSERT_EQ(claim.next(t0 + 100ms, kSignals).kind, Step::Kind::give_up);
-  claim.on_gave_up(handed_off(42));
+  claim.on_gave_up(handed_off(42, 2900ms), t0 + 100ms);
   EXPECT_EQ(claim.next(t0 + 101ms, kSignals).kind, Step::Kind::granted);
   EXPECT_EQ(claim.fence(), 42u);
   EXPECT_TRUE(claim.owns(t0 + 101ms));
-  EXPECT_TRUE(claim.owns(t0 + 2999ms));  // sent + liveness (3 s)
+  EXPECT_TRUE(claim.owns(t0 + 2999ms));  // the cancel's send + 2.9 s
   EXPECT_FALSE(claim.owns(t0 + 3000ms));
 }
 
@@ -190,11 +208,91 @@ TEST_F(ClaimTest, AKickDoesNotCutABackoffShort) {
   EXPECT_EQ(claim.next(t0 + 22ms, kSignals).kind, Step::Kind::ask);
 }
 
-TEST_F(ClaimTest, NotRunFailuresStopAtTheDeadline) {
+// At the deadline a failing wait times out as any other (it leaves the
+// queue), whatever the failure: never an error, never a wait past it.
+TEST_F(ClaimTest, FailuresAtTheDeadlineGiveUpAtOnce) {
+  for (auto failure : {Claim::Failure::not_run, Claim::Failure::in_doubt}) {
+    Claim c{detail::ClaimConfig{1, 10000ms, 3000ms, true}, counters};
+    ASSERT_FALSE(c.begin("pm:1", true, t0 + 50ms, "n"));
+    ASSERT_EQ(c.next(t0, kSignals).kind, Step::Kind::ask);
+    EXPECT_TRUE(c.on_ask_failed(t0 + 10ms, t0 + 10ms, failure));
+    EXPECT_TRUE(c.on_ask_failed(t0 + 50ms, t0 + 50ms, failure));
+    EXPECT_EQ(c.next(t0 + 50ms, kSignals).kind, Step::Kind::give_up);
+  }
+}
+
+// A refused call, or a server down from the start, is an error at once.
+TEST_F(ClaimTest, RefusedOrNeverSentFailsEvenAtTheDeadline) {
   ASSERT_FALSE(claim.begin("pm:1", true, t0 + 50ms, "n"));
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  EXPECT_TRUE(claim.on_ask_failed(t0 + 10ms, t0 + 10ms, Claim::Failure::not_run));
-  EXPECT_FALSE(claim.on_ask_failed(t0 + 50ms, t0 + 50ms, Claim::Failure::not_run));
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 60ms, t0 + 60ms, Claim::Failure::unsent));
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 60ms, t0 + 60ms, Claim::Failure::refused));
+}
+
+// Issue 31, defect 1: a grant found by the give-up's cancel (a late acquire
+// ran on an idle name) lasts what the server says, not a liveness.
+TEST_F(ClaimTest, AGrantFoundAtTheDeadlineLastsWhatTheServerSays) {
+  Claim c{detail::ClaimConfig{1, 1000ms, 5000ms, false}, counters};
+  ASSERT_FALSE(c.begin("pm:1", true, t0 + 100ms, "n"));
+  ASSERT_EQ(c.next(t0, kSignals).kind, Step::Kind::ask);
+  ASSERT_TRUE(c.on_ask_failed(t0, t0 + 100ms, Claim::Failure::in_doubt));
+  ASSERT_EQ(c.next(t0 + 100ms, kSignals).kind, Step::Kind::give_up);
+  c.on_gave_up(handed_off(9, 400ms), t0 + 100ms);
+  ASSERT_EQ(c.next(t0 + 101ms, kSignals).kind, Step::Kind::granted);
+  EXPECT_TRUE(c.owns(t0 + 499ms));
+  EXPECT_FALSE(c.owns(t0 + 500ms));
+}
+
+TEST_F(ClaimTest, AnAcquireGrantLastsItsRemainingTimeFromTheSend) {
+  ASSERT_FALSE(claim.begin("pm:1", true, std::nullopt, "n"));
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  claim.on_acquired(granted(5, 700ms), t0);
+  ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  EXPECT_TRUE(claim.owns(t0 + 699ms));
+  EXPECT_FALSE(claim.owns(t0 + 700ms));
+}
+
+// A signalled handoff lasts min(lease, liveness) from the last call that saw
+// the member waiting: the server's deadline is no earlier (defect 3).
+TEST_F(ClaimTest, ASignalledGrantLastsTheShorterOfLeaseAndLiveness) {
+  Claim c{detail::ClaimConfig{1, 1000ms, 3000ms, false}, counters};
+  ASSERT_FALSE(c.begin("pm:1", true, std::nullopt, "n"));
+  ASSERT_EQ(c.next(t0, kSignals).kind, Step::Kind::ask);
+  c.on_acquired(queued(7, 0), t0);
+  c.on_beat("pm:1", false, 1000ms, beat_result(BeatResult::Status::waiting, 0, 800), t0 + 200ms);
+  ASSERT_TRUE(c.on_signal("pm:1", 7));
+  ASSERT_EQ(c.next(t0 + 300ms, kSignals).kind, Step::Kind::granted);
+  EXPECT_TRUE(c.owns(t0 + 1199ms));
+  EXPECT_FALSE(c.owns(t0 + 1200ms));
+}
+
+// Defect 5: a holder that does not renew is still checked each round (lease
+// 0: reported, not renewed), so an eviction is learned in one interval.
+TEST_F(ClaimTest, ANonRenewingHolderIsCheckedNotRenewed) {
+  Claim c{detail::ClaimConfig{1, 8000ms, 3000ms, false}, counters};
+  ASSERT_FALSE(c.begin("pm:1", true, std::nullopt, "n"));
+  ASSERT_EQ(c.next(t0, kSignals).kind, Step::Kind::ask);
+  c.on_acquired(granted(5, 8000ms), t0);
+  ASSERT_EQ(c.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  Effects fx;
+  auto item = c.beat_item(t0 + 1000ms, fx);
+  ASSERT_TRUE(item);
+  EXPECT_TRUE(item->holder);
+  EXPECT_EQ(item->lease, 0ms);
+  fx = c.on_beat("pm:1", true, 0ms, beat_result(BeatResult::Status::gone, 0), t0 + 1000ms);
+  EXPECT_TRUE(fx.lost);
+  EXPECT_FALSE(c.owns(t0 + 1001ms));
+}
+
+// Defect 8: a waiter within the permits learns the holder's deadline from
+// its heartbeat too, and wakes then (a handoff to a dead waiter expires).
+TEST_F(ClaimTest, AHeartbeatTellsTheHeadWhenTheHolderExpires) {
+  queue();
+  claim.on_beat("pm:1", false, 10000ms, beat_result(BeatResult::Status::waiting, 0, 500), t0 + 100ms);
+  const Step s = claim.next(t0 + 101ms, kSignals);
+  ASSERT_EQ(s.kind, Step::Kind::wait);
+  EXPECT_LE(s.until, t0 + 100ms + 503ms);
+  EXPECT_GE(s.until, t0 + 100ms + 500ms);
 }
 
 TEST_F(ClaimTest, WithoutSignalsTheHeadPollsAndTheTimerCounts) {
@@ -211,7 +309,7 @@ TEST_F(ClaimTest, HeldThenLostThenReleaseSaysSo) {
   queue();
   claim.on_signal("pm:1", 7);
   ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
-  auto fx = claim.on_beat("pm:1", true, BeatResult{BeatResult::Status::gone, 0}, t0 + 2ms);
+  auto fx = claim.on_beat("pm:1", true, 10000ms, beat_result(BeatResult::Status::gone, 0), t0 + 2ms);
   ASSERT_TRUE(fx.lost);
   EXPECT_FALSE(claim.owns(t0 + 3ms));
   auto plan = claim.begin_release();

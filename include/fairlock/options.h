@@ -17,6 +17,10 @@ namespace limits {
 inline constexpr std::uint32_t kMaxPermits = 1000000;
 // Leases, liveness and timeouts: at most 2^31-1 ms (about 24.8 days).
 inline constexpr std::chrono::milliseconds kMaxDuration{2147483647};
+// The shortest lease: the heartbeat renews a grant every third of its lease
+// (never more often than every 10 ms), so a shorter one is lost before a
+// renewal can reach the server.
+inline constexpr std::chrono::milliseconds kMinLease{100};
 }  // namespace limits
 
 // How a waiting process learns that a grant was handed to it.
