@@ -73,7 +73,7 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
 }
 
 std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool queue) {
-  std::string member = new_member(client_->mode(), client_->id());
+  std::string member = new_member(client_->mode(), client_->id(), opts_.lease);
   std::optional<std::string> stale;
   {
     std::lock_guard<std::mutex> lk(mu_);
