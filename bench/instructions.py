@@ -173,16 +173,20 @@ def keys(name):
     return [base + k for k in ("q", "w", "h", "g", "seq", "o")]
 
 
+LEASE_MS = 30000
+
+
 def member(i):
-    return "p1a2b3c4d5e6f708:%024x" % i  # one process (client id), a token per participant
+    # one process (client id), a token per participant, the wait's lease (protocol version 6)
+    return "p1a2b3c4d5e6f708:%024x:%d" % (i, LEASE_MS)
 
 
 def uncontended_pair(conn):
     def cycle(i):
         k, m = keys("idle%d" % (i % 64)), member(i)
-        replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [m, 1, 30000, 5000, "f"],
+        replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [m, 1, LEASE_MS, 5000, "f"],
                                  ["FCALL", "fl_release", 6] + k + [m, 1]])
-        if replies != [[1, replies[0][1]], 1]:
+        if replies != [[1, replies[0][1], LEASE_MS], 1]:
             raise RuntimeError("uncontended pair: %r" % replies)
     return cycle
 
@@ -192,7 +196,7 @@ def contended_grant(conn):
     queue = []
 
     def acquire(m):
-        return conn(*(["FCALL", "fl_acquire", 6] + k + [m, 1, 30000, 5000, "f"]))
+        return conn(*(["FCALL", "fl_acquire", 6] + k + [m, 1, LEASE_MS, 5000, "f"]))
 
     holder = member(10**9)
     if acquire(holder)[0] != 1:
@@ -206,7 +210,7 @@ def contended_grant(conn):
     def cycle(i):
         nonlocal holder, queued_first
         queue.append(member(i))
-        replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [queue[-1], 1, 30000, 5000, "f"],
+        replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [queue[-1], 1, LEASE_MS, 5000, "f"],
                                  ["FCALL", "fl_release", 6] + k + [holder, 1] + queued_first])
         if replies[0][0] != 0 or replies[1] != 1:
             raise RuntimeError("contended grant: %r" % replies)

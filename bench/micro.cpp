@@ -54,7 +54,7 @@ void BM_RawScripts_AcquireRelease(benchmark::State& state) {
   fbench::RawKeys k("fairlock", "micro:raw");
   std::uint64_t n = 0;
   for ([[maybe_unused]] auto _ : state) {
-    std::string m = fbench::fake_member('n', 0xbe11ULL, ++n);
+    std::string m = fbench::fake_member('n', 0xbe11ULL, ++n, 10000);
     fbench::Reply a = c.cmd(fbench::raw_acquire_argv(k, m, 1, 10000, 5000, 'q'));
     fbench::Reply r = c.cmd(fbench::raw_release_argv(k, m, 1));
     benchmark::DoNotOptimize(r.get());
@@ -85,7 +85,8 @@ void BM_NewMember(benchmark::State& state) {
   o.url = url();
   fairlock::Client client(o);
   for ([[maybe_unused]] auto _ : state)
-    benchmark::DoNotOptimize(fairlock::detail::new_member(fairlock::Notify::publish, client.id()));
+    benchmark::DoNotOptimize(
+        fairlock::detail::new_member(fairlock::Notify::publish, client.id(), std::chrono::milliseconds(10000)));
 }
 BENCHMARK(BM_NewMember);
 
@@ -99,7 +100,7 @@ BENCHMARK(BM_Keys);
 
 void BM_FormatAcquireCommand(benchmark::State& state) {
   fbench::RawKeys k("fairlock", "orders:42");
-  auto argv = fbench::raw_acquire_argv(k, fbench::fake_member('p', 1, 2), 1, 10000, 5000, 'q');
+  auto argv = fbench::raw_acquire_argv(k, fbench::fake_member('p', 1, 2, 10000), 1, 10000, 5000, 'q');
   std::vector<const char*> p;
   std::vector<size_t> l;
   for (const auto& a : argv) {

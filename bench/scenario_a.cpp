@@ -74,7 +74,7 @@ class Systems {
     return o;
   }
   void scripts(RtCounter& rt) {
-    std::string m = fake_member('n', 0xa11ceULL, ++member_n_);
+    std::string m = fake_member('n', 0xa11ceULL, ++member_n_, 10000);
     Reply a = conn_.cmd(raw_acquire_argv(raw_, m, 1, 10000, 5000, 'f'));
     if (a->type != REDIS_REPLY_ARRAY || reply_int(a->element[0]) != 1) {
       throw std::runtime_error("raw acquire: " + reply_text(a.get()));

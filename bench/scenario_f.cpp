@@ -23,8 +23,8 @@ bool hold_names(Env& e, int nnames) {
   std::vector<std::vector<std::string>> holds;
   for (int i = 0; i < nnames; ++i) {
     RawKeys k("fairlock", fmt("bench:F:%d", i));
-    holds.push_back(
-        raw_acquire_argv(k, fake_member('n', 0xf00dULL, static_cast<std::uint64_t>(i) + 1), 1, 600000, 600000, 'f'));
+    holds.push_back(raw_acquire_argv(k, fake_member('n', 0xf00dULL, static_cast<std::uint64_t>(i) + 1, 600000), 1,
+                                     600000, 600000, 'f'));
   }
   for (auto& r : c.pipeline(holds)) {
     if (r->type != REDIS_REPLY_ARRAY || reply_int(r->element[0]) != 1) {

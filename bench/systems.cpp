@@ -176,10 +176,11 @@ std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long 
   return v;
 }
 
-std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n) {
+std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n, long long lease_ms) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%c%016llx:%08llx%016llx", mode, static_cast<unsigned long long>(cid),
-                static_cast<unsigned long long>((n * 0x9e3779b97f4a7c15ULL) >> 32), static_cast<unsigned long long>(n));
+  std::snprintf(buf, sizeof buf, "%c%016llx:%08llx%016llx:%lld", mode, static_cast<unsigned long long>(cid),
+                static_cast<unsigned long long>((n * 0x9e3779b97f4a7c15ULL) >> 32), static_cast<unsigned long long>(n),
+                lease_ms);
   return buf;
 }
 

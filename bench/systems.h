@@ -81,7 +81,7 @@ std::vector<std::string> raw_release_argv(const RawKeys& k, const std::string& m
 std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long long liveness_ms,
                                             const std::vector<std::string>& members, long long lease_ms);
 // A member as the client makes it: mode char, 16 hex client id, ':', 24 hex
-// (a 96-bit token).
-std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n);
+// (a 96-bit token), ':', the wait's lease in ms (protocol version 6).
+std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n, long long lease_ms);
 
 }  // namespace fbench

@@ -1,7 +1,8 @@
 -- acquire: join the queue (or take a free permit), or report the caller's state.
 --
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
--- ARGV: 1 member        "<m><cid>:<token>"
+-- ARGV: 1 member        "<m><cid>:<token>:<lease_ms>" (or version 5's
+--                       "<m><cid>:<token>", without a lease: lib.lua)
 --       2 permits       1 .. 1000000; must match the name's stored permits
 --       3 lease_ms      lease of a grant made in this call (1 .. 2^31-1)
 --       4 liveness_ms   waiter liveness if queued (1 .. 2^31-1)
@@ -12,10 +13,12 @@
 --                       looked up. A call that may have run (a lost reply)
 --                       is retried with "q".
 -- Returns:
---   {1, fence}                    granted (now, earlier by handoff, or a retry
+--   {1, fence, remaining}         granted (now, earlier by handoff, or a retry
 --                                 of a grant already held: same fence; the
 --                                 deadline becomes now + lease_ms, or stays
---                                 if the grant already lasts longer)
+--                                 if the grant already lasts longer);
+--                                 remaining = ms from this call's TIME to
+--                                 the grant's deadline (>= 1)
 --   {0, ticket, position, next}   queued; position is 0-based in q (waiters
 --                                 of a dead process count until they leave);
 --                                 next = ms until the earliest holder deadline
@@ -56,11 +59,10 @@ if not has_queue(now) then
     -- since) must go: an inline holder never stands beside a live x (the
     -- structure's permits are its own).
     if R.p or R.x then redis.call('HDEL', SEQ, 'p', 'x') end
-    return {1, t}
+    return {1, t, lease}
   end
   if owner == member then  -- a retry of a grant held: same fence, renewed (never shortened)
-    renew_inline(now, lease)
-    return {1, owner_fence}
+    return {1, owner_fence, renew_inline(now, lease)}
   end
   -- Another holds; unless o's expiry is forged (inflate then drops it).
   if inline_deadline(now) then
@@ -82,19 +84,14 @@ elseif stored_count and stored_count ~= permits then
   return fail('PERMITS', stored)
 end
 
-local function earliest_holder()
-  local deadline = first_holder()[2]
-  if not deadline then return -1 end
-  return min(MAX_MS, max(0, deadline - now))
-end
-
 -- The caller's own state, unless it has none (mode "f").
 if mode ~= 'f' then
   local deadline
   fence, deadline = holder_fence(member, now)
   if fence then
-    cleanup(now, renew_grant(member, deadline, now, lease))
-    return {1, fence}
+    local renewed = renew_grant(member, deadline, now, lease)
+    cleanup(now, renewed)
+    return {1, fence, remaining(renewed, now)}
   end
   local ticket = tonumber(redis.call('ZSCORE', Q, member))
   -- Its process's liveness ran out (it never revives this entry), or the
@@ -106,7 +103,7 @@ if mode ~= 'f' then
   if ticket then
     zadd(W, now + liveness, proc_of(member))
     cleanup(now, now + liveness)
-    return {0, ticket, redis.call('ZRANK', Q, member), earliest_holder()}
+    return {0, ticket, redis.call('ZRANK', Q, member), next_expiry(now)}
   end
 end
 
@@ -125,7 +122,7 @@ if free then
   zadd(H, now + lease, member)
   redis.call('HSET', G, member, format('%d:%d', t, now))
   cleanup(now, now + lease)
-  return {1, t}
+  return {1, t, lease}
 end
 -- The new ticket is above every other: the member is last, unless it was
 -- in q already (only a mode "f" call for a member that was sent before:
@@ -134,4 +131,4 @@ local position = zadd(Q, t, member) == 1 and queued or redis.call('ZRANK', Q, me
 zadd(W, now + liveness, proc_of(member))  -- the liveness of all its process's waiters here
 if queued == 0 then fresh[Q] = true end  -- (w: zadd knows)
 cleanup(now, now + liveness)
-return {0, t, position, earliest_holder()}
+return {0, t, position, next_expiry(now)}

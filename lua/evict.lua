@@ -2,7 +2,7 @@
 -- The freed permit goes to the next live waiter in the same step.
 --
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
--- ARGV: 1 member    "<m><cid>:<token>" as shown by inspect
+-- ARGV: 1 member    "<m><cid>:<token>[:<lease_ms>]" as shown by inspect
 --       2 permits   1 .. 1000000 (used only if no valid count is stored)
 -- Returns: 1 a holder was removed; 2 a waiter was removed; 0 not found
 --          (whatever the entry's deadline)

@@ -4,19 +4,27 @@
 -- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
 -- ARGV: 1 permits       1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 --       2 liveness_ms   1 .. 2^31-1; the process's new liveness deadline (w)
---       3.. pairs       member, lease_ms (1 .. 2^31-1), zero or more pairs,
+--       3.. pairs       member, lease_ms (0 .. 2^31-1), zero or more pairs,
 --                       all members of one process ("<m><cid>" alike): if
 --                       one of them waits, the process's liveness deadline
 --                       (w) becomes now + liveness_ms; a holding member's
 --                       deadline becomes now + lease_ms, or stays if a grant
 --                       already lasts longer (this is also how a
---                       handed-off grant becomes a full lease)
--- Returns: a flat array, two entries per pair, in order:
---   1, position   still waiting, 0-based position in q
---   2, fence      holds a grant with this fence (deadline renewed)
---   0, 0          gone: neither waiting nor holding (expired or evicted);
---                 an expired entry still there is removed (a waiter whose
---                 process's liveness ran out before this call, too)
+--                       handed-off grant becomes a full lease); lease_ms 0:
+--                       a holder's check, its grant reported but not renewed
+--                       (a member found waiting waits as with any lease)
+-- Returns: a flat array, three entries per pair, in order:
+--   1, position, next    still waiting, 0-based position in q; next = ms
+--                        until the earliest holder deadline (0 .. 2^31-1;
+--                        -1 if no holder), as acquire's
+--   2, fence, remaining  holds a grant with this fence; remaining = ms from
+--                        this call's TIME to its deadline (after any
+--                        renewal), >= 1
+--   0, 0, -1             gone: neither waiting nor holding (expired or
+--                        evicted); an expired entry still there is removed
+--                        (a waiter whose process's liveness ran out before
+--                        this call, too; an inline grant whose o has no
+--                        valid expiry, tampered, cannot prove its grant)
 -- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
 local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
 if bad_keys then return bad_keys end
@@ -32,7 +40,7 @@ for i = 3, #ARGV, 2 do
   local ok, bad = member_arg(i)
   if not ok then return bad end
   if proc_of(ok) ~= proc then return fail('BADARG', 'members of one process expected') end
-  ok, bad = int_arg(i + 1, 1, 2147483647, 'lease_ms')
+  ok, bad = int_arg(i + 1, 0, 2147483647, 'lease_ms')
   if not ok then return bad end
 end
 
@@ -40,19 +48,27 @@ local now = now_ms()
 err = read_record(now)
 if err then return err end
 local out = {}
-local function report(status, value)
+local function report(status, value, ms)
   out[#out + 1] = status
   out[#out + 1] = value
+  out[#out + 1] = ms
+end
+-- The inline holder's remaining ms after its renewal (none for lease 0),
+-- nil if o has no valid expiry and is not renewed.
+local function inline_remaining(lease)
+  if lease > 0 then return renew_inline(now, lease) end
+  local deadline = inline_deadline(now)
+  return deadline and remaining(deadline, now)
 end
 -- Fast path: no queue structure, so each member holds inline or is gone.
 if not has_queue(now) then
   local owner, owner_fence = inline_holder()
   for i = 3, #ARGV, 2 do
-    if ARGV[i] == owner then
-      renew_inline(now, tonumber(ARGV[i + 1]))
-      report(2, owner_fence)
+    local left = ARGV[i] == owner and inline_remaining(tonumber(ARGV[i + 1]))
+    if left then
+      report(2, owner_fence, left)
     else
-      report(0, 0)
+      report(0, 0, -1)
     end
   end
   return out
@@ -74,15 +90,19 @@ for i = 3, #ARGV, 2 do
   local rank = redis.call('ZRANK', Q, member)
   if rank and alive then
     waiting = true
-    report(1, rank)
+    report(1, rank, next_expiry(now))
   else
     if rank then zrem(Q, member) end
     local fence, deadline = holder_fence(member, now)
+    local lease = tonumber(ARGV[i + 1])
+    if fence and lease > 0 then
+      deadline = renew_grant(member, deadline, now, lease)
+      horizon = max(horizon or 0, deadline)
+    end
     if fence then
-      horizon = max(horizon or 0, renew_grant(member, deadline, now, tonumber(ARGV[i + 1])))
-      report(2, fence)
+      report(2, fence, remaining(deadline, now))
     else
-      report(0, 0)
+      report(0, 0, -1)
     end
   end
 end

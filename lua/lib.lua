@@ -29,9 +29,13 @@
 -- and floor(ticket / 1000) is the arrival time in ms (exact unless more than
 -- 1000 arrivals share a millisecond, the name is new or lost its record
 -- (one ms ahead: ticket_after), or the server clock stepped back).
--- Members are "<m><cid>:<token>": <m> is the wake mode of the owning process
--- ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id, <token>
--- the participant's random token (96 bits from the C++ client), both lower-case hex.
+-- Members are "<m><cid>:<token>:<lease>": <m> is the wake mode of the owning
+-- process ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id,
+-- <token> the participant's random token (96 bits from the C++ client), both
+-- lower-case hex, and <lease> the wait's lease in ms (decimal, 1 .. 2^31-1,
+-- no leading zero): a grant handed to the member inside another call lasts
+-- no longer (fill). Version 5's form "<m><cid>:<token>", without a lease,
+-- is still accepted.
 
 -- Two habits keep a call cheap (measured with callgrind, in instructions
 -- per grant): numbers go to redis.call as strings ('0', format('%d', n)),
@@ -51,7 +55,7 @@ local fresh = {}         -- the keys (q, w, h) this call created: they need thei
 local moved_deadline = nil -- the deadline of a holder this call moved into h (inflate, cleanup)
 local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
-local VERSION = '5'       -- the protocol version this script set speaks (the record's "v")
+local VERSION = '6'       -- the protocol version this script set speaks (the record's "v")
 local R = {}              -- the record as this call knows it (read_record, record_set): s, p, x
 local inline_text = nil   -- o's value as this call read it (inline_value), false if none
 local inline = nil        -- the same, parsed (inline_entry): a table, or false if none
@@ -120,11 +124,37 @@ local function int_arg(i, lo, hi, what)
   return v
 end
 
+-- The lease a member read back from q names (the text after its second
+-- colon), or nil. Two plain searches, not valid_member's patterns: this runs
+-- once per grant (fill), on a member checked when it was queued
+-- (member_arg); one written by anything else (tampered) can only shorten
+-- its own handoff (a lease of at least 1 ms, taken as a cap).
+local function member_lease(m)
+  local first = find(m, ':', 1, true)
+  local second = first and find(m, ':', first + 1, true)
+  local lease = second and tonumber(sub(m, second + 1))
+  if lease and lease >= 1 then return lease end
+  return nil
+end
+
+-- A member as a caller may send it: 4 .. 128 bytes, "<m><cid>:<token>"
+-- with or without ":<lease>", a lease being digits without a leading zero,
+-- at most MAX_MS. (Up to 9 digits are never above it: one pattern without
+-- a capture, the cheapest test of the usual case.)
+local function valid_member(m)
+  if #m < 4 or #m > 128 then return false end
+  if find(m, '^[pkn][0-9a-f]+:[0-9a-f]+:[1-9]%d?%d?%d?%d?%d?%d?%d?%d?$')
+     or find(m, '^[pkn][0-9a-f]+:[0-9a-f]+$') then
+    return true
+  end
+  local lease = match(m, '^[pkn][0-9a-f]+:[0-9a-f]+:([1-9]%d%d%d%d%d%d%d%d%d)$')
+  return lease ~= nil and lease + 0 <= MAX_MS
+end
+
 local function member_arg(i)
   local m = ARGS[i]
-  if m == nil or #m < 4 or #m > 128
-     or not find(m, '^[pkn][0-9a-f]+:[0-9a-f]+$') then
-    return nil, fail('BADARG', 'member must look like <p|k|n><hex>:<hex>')
+  if m == nil or not valid_member(m) then
+    return nil, fail('BADARG', 'member must look like <p|k|n><hex>:<hex>[:<lease ms>]')
   end
   return m
 end
@@ -331,9 +361,20 @@ local function stored_permits(caller)
   return caller
 end
 
+-- The deadline of a grant handed to a live waiter inside another call: its
+-- process's liveness deadline `d`, but no later than now + the lease its
+-- member names (a member without one: `d`, as in version 5). Its client
+-- learns of the grant by a signal, or by its next acquire, cancel or
+-- heartbeat, which renews it.
+local function handoff_deadline(member, d, now)
+  local lease = member_lease(member)
+  if lease then return min(d, now + lease) end
+  return d
+end
+
 -- Grant free permits to the head of the live queue, in ticket order.
--- A handed-off grant lasts until the grantee's liveness deadline; its next
--- heartbeat (or acquire) turns it into a full lease. `leaving` (0 or 1)
+-- A handed-off grant lasts until handoff_deadline; its next heartbeat (or
+-- acquire) renews it to a full lease. `leaving` (0 or 1)
 -- holders still in h count as gone: a release hands its permit on before
 -- it leaves h, so h is not deleted and created again (and needs no new
 -- expiry; cleanup).
@@ -350,7 +391,7 @@ local function fill(now, permits, leaving)
     local deadline = live_waiter(member, ticket, now)
     if deadline then
       if card(H) == 0 then fresh[H] = true end
-      zadd(H, deadline, member)
+      zadd(H, handoff_deadline(member, deadline, now), member)
       redis.call('HSET', G, member, format('%d:%d', ticket, now))
       held = held + 1
       signal(member, ticket)
@@ -419,13 +460,29 @@ local function holder_fence(member, now)
 end
 
 -- A holder's lease is renewed to now + lease, but never shortened: its
--- client may already count on the deadline it had (a handoff grant lasts to
--- its process's liveness deadline, which can be later), and a call sent
--- before it learned of the grant must not cut that short.
+-- client may already count on the deadline it had (one an earlier reply
+-- told it; a handoff grant of a member without a lease lasts to its
+-- process's liveness deadline, which can be later), and a call sent before
+-- it learned of the grant must not cut that short.
 local function renew_grant(member, deadline, now, lease)
   local renewed = max(deadline, now + lease)
   zadd(H, renewed, member)
   return renewed
+end
+
+-- A grant's remaining time as a reply reports it: whole ms from now to its
+-- live deadline, at least 1 (only a tampered fractional deadline is less
+-- than 1 ms ahead).
+local function remaining(deadline, now)
+  return max(1, floor(deadline - now))
+end
+
+-- The ms until the earliest holder deadline (0 .. 2^31-1), -1 if no holder:
+-- a waiter's `next` (acquire's queued reply, heartbeat's waiting entry).
+local function next_expiry(now)
+  local deadline = first_holder()[2]
+  if not deadline then return -1 end
+  return min(MAX_MS, max(0, floor(deadline - now)))
 end
 
 -- A new ticket: strictly above every earlier one, and an arrival stamp.
@@ -489,7 +546,8 @@ local function inline_entry()
     local v = inline_value()
     inline = false
     if v then
-      local m, f, p, t = match(v, '^([pkn][0-9a-f]+:[0-9a-f]+) (%d+) (%d+) (%d+)$')
+      local m, f, p, t = match(v, '^(%S+) (%d+) (%d+) (%d+)$')
+      if m and not valid_member(m) then m = nil end
       inline = {member = m, fence = tonumber(f), permits = valid_permits(p), since = tonumber(t)}
     end
   end
@@ -521,10 +579,15 @@ end
 -- already (as renew_grant; o's expiry is the deadline). An o without an
 -- expiry, or with one beyond what a caller could ask for (tampered), gets
 -- one. (Not PEXPIREAT's GT option: it needs Redis 7, and renewing an
--- inline grant is off the per-grant path.)
+-- inline grant is off the per-grant path.) Returns the grant's remaining
+-- ms after the renewal: max(PTTL, lease).
 local function renew_inline(now, lease)
   local ttl = redis.call('PTTL', O)
-  if ttl < lease or ttl > MAX_MS then redis.call('PEXPIREAT', O, format('%d', now + lease)) end
+  if ttl < lease or ttl > MAX_MS then
+    redis.call('PEXPIREAT', O, format('%d', now + lease))
+    return lease
+  end
+  return ttl
 end
 
 -- Grants `member` the name inline: o = "<member> <fence> <permits> <since>"
@@ -540,7 +603,7 @@ end
 -- and g's holder fields exactly as version 3 does, so their queue carries
 -- on; but they kept the permit count and x in g (fields "permits" and
 -- "x"): those move into the record. Version 1's record was a STRING holding
--- the last ticket. Older clients then fail on the name (versions 2 to 4:
+-- the last ticket. Older clients then fail on the name (versions 2 to 5:
 -- FLVERSION; version 1: WRONGTYPE at its next ticket) instead of running a
 -- second queue.
 local function upgrade_record(old, readonly)
@@ -562,7 +625,7 @@ local function upgrade_record(old, readonly)
 end
 
 -- Versions 1 to 3 kept a w entry per waiter (member -> deadline); versions
--- 4 and 5 keep one per process, at the latest live deadline of its waiters. The move
+-- 4 to 6 keep one per process, at the latest live deadline of its waiters. The move
 -- reads all of w once (a queue of n waiters: O(n), once per name); read
 -- only (inspect), w is read by member instead.
 local function upgrade_w(readonly, now)
@@ -631,14 +694,15 @@ local function read_record(now, readonly)
   local old = r[1]
   R = {s = r[2], p = r[3], x = r[4]}
   if not old or old == VERSION then return nil end
-  if old ~= '1' and old ~= '2' and old ~= '3' and old ~= '4' then
+  if old ~= '1' and old ~= '2' and old ~= '3' and old ~= '4' and old ~= '5' then
     return fail('VERSION', old .. ': this name is kept by protocol version ' .. old ..
                 ', these scripts speak version ' .. VERSION)
   end
+  -- Version 5's layout is this version's: only "v" changes.
   if old == '1' or old == '2' then upgrade_record(old, readonly) end
-  if old ~= '4' then upgrade_w(readonly, now) end
-  if old ~= '1' then upgrade_inline(now, readonly) end
-  if (old == '3' or old == '4') and not readonly then redis.call('HSET', SEQ, 'v', VERSION) end
+  if old ~= '4' and old ~= '5' then upgrade_w(readonly, now) end
+  if old ~= '1' and old ~= '5' then upgrade_inline(now, readonly) end
+  if old ~= '1' and old ~= '2' and not readonly then redis.call('HSET', SEQ, 'v', VERSION) end
   return nil
 end
 

@@ -16,6 +16,12 @@ namespace fairlock::detail {
 
 using std::chrono::milliseconds;
 
+namespace {
+// The longest lease or liveness a script takes, and the largest ms figure
+// in a reply (lua/lib.lua MAX_MS).
+constexpr long long kMaxMs = 2147483647;
+}  // namespace
+
 // ---------------------------------------------------------------- scripts
 
 namespace {
@@ -102,10 +108,10 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-std::string new_member(Notify mode, std::string_view client_id) {
+std::string new_member(Notify mode, std::string_view client_id, milliseconds lease) {
   char letter = mode == Notify::publish ? 'p' : mode == Notify::keyspace ? 'k' : 'n';
   std::string m(1, letter);
-  m.append(client_id).append(":").append(random_hex(kTokenBytes));
+  m.append(client_id).append(":").append(random_hex(kTokenBytes)).append(":").append(std::to_string(lease.count()));
   return m;
 }
 
@@ -144,6 +150,18 @@ std::uint64_t checked_fence(long long v, const char* what) {
   return static_cast<std::uint64_t>(v);
 }
 
+// An ms figure of a reply in [lo, 2^31-1]; anything else is not from the
+// scripts and must not reach the caller.
+long long checked_ms(long long v, long long lo, const char* what) {
+  if (v < lo || v > kMaxMs) {
+    throw ServerError(std::string("fairlock: redis returned an invalid ") + what + " " + std::to_string(v));
+  }
+  return v;
+}
+
+// A granted reply's remaining ms (at least 1).
+long long checked_remaining(const redisReply& v) { return checked_ms(reply_integer(v), 1, "remaining_ms"); }
+
 const char* acquire_mode(const AcquireArgs& a) {
   if (!a.queue) return "t";
   return a.first ? "f" : "q";
@@ -165,6 +183,7 @@ Acquired parse_acquired(const redisReply& r) {
   if (status == 1) {
     out.status = Acquired::Status::granted;
     out.fence = checked_fence(reply_integer(reply_at(r, 1)), "fence");
+    out.remaining_ms = checked_remaining(reply_at(r, 2));
   } else if (status == 0) {
     out.status = Acquired::Status::queued;
     out.ticket = checked_fence(reply_integer(reply_at(r, 1)), "ticket");
@@ -206,6 +225,7 @@ CancelResult parse_cancelled(const redisReply& r) {
     case 2:
       out.status = CancelResult::Status::granted;
       out.fence = checked_fence(reply_integer(reply_at(r, 1)), "fence");
+      out.remaining_ms = checked_remaining(reply_at(r, 2));
       break;
     default: break;
   }
@@ -215,6 +235,27 @@ CancelResult parse_cancelled(const redisReply& r) {
 CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
   return parse_cancelled(*server.run_one(cancel_call(keys, member, permits)));
 }
+
+namespace {
+
+// Entry j of a heartbeat reply: three integers (status, value, ms).
+BeatResult parse_beat(const redisReply& r, std::size_t j) {
+  const long long status = reply_integer(reply_at(r, 3 * j));
+  const redisReply& value = reply_at(r, 3 * j + 1);
+  const redisReply& ms = reply_at(r, 3 * j + 2);
+  switch (status) {
+    case 1:
+      return BeatResult{BeatResult::Status::waiting, reply_integer(value),
+                        checked_ms(reply_integer(ms), -1, "next_ms")};
+    case 2:
+      return BeatResult{BeatResult::Status::holding,
+                        static_cast<long long>(checked_fence(reply_integer(value), "fence")), checked_remaining(ms)};
+    case 0: return BeatResult{BeatResult::Status::gone, 0, -1};
+    default: throw ServerError("fairlock heartbeat: unexpected status " + std::to_string(status));
+  }
+}
+
+}  // namespace
 
 std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const std::vector<BeatName>& names) {
   std::vector<ScriptCall> calls;
@@ -235,14 +276,7 @@ std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const st
       out[i].error = std::string(reply_error(r));
       continue;
     }
-    for (std::size_t j = 0; j < names[i].entries.size(); ++j) {
-      const long long status = reply_integer(reply_at(r, 2 * j));
-      const long long value = reply_integer(reply_at(r, 2 * j + 1));
-      const auto s = status == 1   ? BeatResult::Status::waiting
-                     : status == 2 ? BeatResult::Status::holding
-                                   : BeatResult::Status::gone;
-      out[i].results.push_back(BeatResult{s, value});
-    }
+    for (std::size_t j = 0; j < names[i].entries.size(); ++j) out[i].results.push_back(parse_beat(r, j));
   }
   return out;
 }
