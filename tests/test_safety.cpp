@@ -24,8 +24,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-milliseconds since(Clock::time_point t) { return std::chrono::duration_cast<milliseconds>(Clock::now() - t); }
-
 // How a wait ended: 1 true, 2 false, 3 std::logic_error, 4 Cancelled, 5 another error.
 int outcome_of(const std::function<bool()>& wait) {
   try {
