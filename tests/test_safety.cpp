@@ -3,6 +3,7 @@
 // Each test reproduces one defect of the issue against a real server.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <future>
@@ -73,7 +74,7 @@ TEST(Safety, ATimedWaitThatGaveUpNeverBelievesPastTheServersGrant) {
   // for one lease), and the deadline passes before the next retry.
   std::this_thread::sleep_for(2000ms);
   own.resume();
-  ASSERT_EQ(got.wait_for(30s), std::future_status::ready);
+  ASSERT_TRUE(got.wait_for(30s) == std::future_status::ready);
   const int reported = got.get();
   ASSERT_TRUE(second.try_lock_for(20s)) << "the name was never free again";
   EXPECT_FALSE(first.owns_lock())
@@ -177,7 +178,7 @@ TEST(Safety, LeasesRunOutOneAfterAnotherInArrivalOrder) {
   constexpr int kThreads = 8;
   std::vector<std::unique_ptr<FairLock>> locks;
   std::vector<Clock::time_point> granted_at(kThreads);
-  std::vector<int> got(kThreads, 0);
+  std::array<std::atomic<int>, kThreads> got{};  // read by the test thread while they wait
   std::vector<std::thread> threads;
   const auto t0 = Clock::now();
   for (int i = 0; i < kThreads; ++i) {
@@ -352,20 +353,17 @@ TEST(Safety, AKilledWaiterHandedTheGrantDelaysTheNextByAtMostItsLiveness) {
   holder.lock();
   Child dead({server().url(), "wait", name, "3000"});
   ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
-  Clock::time_point granted_at{};
-  std::atomic<bool> got{false};
-  std::thread t([&] {
-    got = behind.try_lock_for(30s);
-    granted_at = Clock::now();
-  });
+  // When `behind` is granted (the epoch if never).
+  auto granted_at =
+      std::async(std::launch::async, [&] { return behind.try_lock_for(30s) ? Clock::now() : Clock::time_point{}; });
   ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 2; }));
   dead.kill();
   dead.wait();
   holder.unlock();  // hands the grant to the dead head
   const auto handed_at = Clock::now();
-  t.join();
-  ASSERT_TRUE(got.load());
-  const auto delay = std::chrono::duration_cast<milliseconds>(granted_at - handed_at);
+  const Clock::time_point granted = granted_at.get();
+  ASSERT_NE(granted, Clock::time_point{}) << "never granted";
+  const auto delay = std::chrono::duration_cast<milliseconds>(granted - handed_at);
   EXPECT_LE(delay.count(), 3300) << "the next waiter was granted " << delay.count() << " ms after the handoff";
   EXPECT_GE(delay.count(), 1000);  // the dead one's entry lives at least liveness - one beat after the kill
   behind.unlock();
