@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "outcomes.h"
 #include "session.h"
 #include "test_util.h"
 
@@ -25,39 +26,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-// What the callbacks of many waits reported, for the test thread.
-struct Outcomes {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int> granted;  // waiter indexes, in grant order
-  std::vector<std::uint64_t> fences;
-  int cancelled = 0, timed_out = 0, other = 0;
-
-  void record(int who, const AcquireResult& r) {
-    std::lock_guard<std::mutex> lk(mu);
-    if (r) {
-      granted.push_back(who);
-      fences.push_back(r.fence());
-    } else {
-      try {
-        r.rethrow();
-      } catch (const Cancelled&) {
-        ++cancelled;
-      } catch (const TimeoutError&) {
-        ++timed_out;
-      } catch (...) {
-        ++other;
-      }
-    }
-    cv.notify_all();
-  }
-  int total() const { return static_cast<int>(granted.size()) + cancelled + timed_out + other; }
-  bool wait_total(int n, std::chrono::seconds limit = 60s) {
-    std::unique_lock<std::mutex> lk(mu);
-    return cv.wait_for(lk, limit, [&] { return total() >= n; });
-  }
-};
 
 int threads_of_this_process() {
   int n = 0;

@@ -40,6 +40,11 @@ inline bool eventually(const std::function<bool()>& pred,
   return pred();
 }
 
+// Milliseconds since `t` (steady clock).
+inline std::chrono::milliseconds since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t);
+}
+
 inline std::string key(const std::string& name, const std::string& suffix, const std::string& prefix = "fairlock") {
   return prefix + ":{" + name + "}:" + suffix;
 }

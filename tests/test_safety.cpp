@@ -1,0 +1,397 @@
+// Issue 31, blocking and object-level: no holder believes longer than the
+// server grants, every wait keeps its deadline, a loss is always reported.
+// Each test reproduces one defect of the issue against a real server.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child.h"
+#include "test_util.h"
+
+namespace fairlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How a wait ended: 1 true, 2 false, 3 std::logic_error, 4 Cancelled, 5 another error.
+int outcome_of(const std::function<bool()>& wait) {
+  try {
+    return wait() ? 1 : 2;
+  } catch (const std::logic_error&) {
+    return 3;
+  } catch (const Cancelled&) {
+    return 4;
+  } catch (...) {
+    return 5;
+  }
+}
+
+const char* name_of(Released r) {
+  switch (r) {
+    case Released::released: return "released";
+    case Released::lost: return "lost";
+    case Released::not_held: return "not_held";
+    case Released::failed: return "failed";
+  }
+  return "?";
+}
+
+// Defect 1. The server is stopped while try_lock_for sends its first
+// acquire; that call and its retries time out; the server comes back during
+// a retry's backoff and runs the stale acquire (a grant of the idle name for
+// one lease); the deadline passes before the next retry, and the give-up's
+// cancel finds that grant. Whatever try_lock_for then reports, the object must stop
+// believing it holds by the server's deadline (lease 1 s < liveness 5 s,
+// no renewal): once another client is granted, owns_lock() is false.
+TEST(Safety, ATimedWaitThatGaveUpNeverBelievesPastTheServersGrant) {
+  RedisServer own;
+  Options o = opts_for(own);
+  o.liveness_ttl = 5s;
+  o.command_timeout = 100ms;  // a call in doubt fails fast; the retries' backoff grows to 500 ms
+  Client first_client(o), second_client(opts_for(own));
+  const std::string name = unique_name("gave-up-grant");
+  LockOptions lo;
+  lo.lease = 1s;
+  lo.auto_renew = false;
+  FairLock first(first_client, name, lo), second(second_client, name);
+  FairLock(first_client, unique_name("warm-up")).lock();  // loads the scripts; released at once
+  own.pause();
+  auto got = std::async(std::launch::async, [&] { return outcome_of([&] { return first.try_lock_for(2200ms); }); });
+  // The first acquire and its retries time out; from about 1.8 s the retries
+  // back off 500 ms: the server comes back, runs the stale acquire (a grant
+  // for one lease), and the deadline passes before the next retry.
+  std::this_thread::sleep_for(2000ms);
+  own.resume();
+  ASSERT_TRUE(got.wait_for(30s) == std::future_status::ready);
+  const int reported = got.get();
+  ASSERT_TRUE(second.try_lock_for(20s)) << "the name was never free again";
+  EXPECT_FALSE(first.owns_lock())
+      << "two owners: try_lock_for said " << reported
+      << " (1 true, 2 false, 5 threw), and it still believes it holds after another client was granted";
+  second.unlock();
+  (void)first.release();
+}
+
+// What one round of ACancelledWaitNeverTouchesTheNextWaitOfItsObject saw.
+struct Round {
+  int a = 0;  // A's lock(): 1 granted, 2 Cancelled, 3 another error
+  std::uint64_t a_fence = 0;
+  int c = 0;  // C's try_lock_for: 1 true, 2 false, 3 std::logic_error, 4 Cancelled, 5 another error
+  std::uint64_t c_fence = 0;
+  milliseconds c_took{0};
+};
+
+// Thread A blocks in lock(); cancel() makes it leave; as soon as cancel()
+// has returned, thread C starts try_lock_for(1.5 s) on the same object while
+// the holder unlocks.
+Round cancel_then_wait_again(Client& client, Client& others) {
+  const std::string name = unique_name("cancel-next");
+  FairLock holder(others, name), lock(client, name);
+  holder.lock();
+  Round r;
+  std::atomic<bool> a_done{false};
+  std::thread a([&] {
+    try {
+      lock.lock();
+      r.a_fence = lock.fence();
+      r.a = 1;
+    } catch (const Cancelled&) {
+      r.a = 2;
+    } catch (...) {
+      r.a = 3;
+    }
+    a_done = true;
+  });
+  EXPECT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  lock.cancel();
+  std::thread c([&] {
+    // Waits again as soon as the object takes it: a refusal (the first wait
+    // has not fully left) is retried at once, until the first wait has ended.
+    do {
+      const auto t0 = Clock::now();
+      const bool a_ended = a_done.load();
+      r.c = outcome_of([&] {
+        const bool got = lock.try_lock_for(1500ms);
+        r.c_fence = lock.fence();
+        return got;
+      });
+      r.c_took = since(t0);
+      if (a_ended) break;
+    } while (r.c == 3);
+  });
+  holder.unlock();
+  a.join();
+  c.join();
+  if (lock.owns_lock()) lock.unlock();
+  return r;
+}
+
+// Defect 2, blocking. Over 100 rounds: the later wait is refused
+// (std::logic_error) until the first has left, and then runs as its own
+// wait: never Cancelled by the cancel that came before it, never a grant
+// reported twice, its deadline kept, never refused once the first returned.
+TEST(Safety, ACancelledWaitNeverTouchesTheNextWaitOfItsObject) {
+  Client client(opts_for(server())), others(opts_for(server()));
+  int rounds = 0, spurious_cancel = 0, twice = 0, late = 0, other_error = 0;
+  milliseconds latest{0};
+  for (; rounds < 100 && spurious_cancel + twice + late + other_error < 5; ++rounds) {
+    const Round r = cancel_then_wait_again(client, others);
+    spurious_cancel += r.c == 4;
+    other_error += r.c == 5 || (r.c == 3 && r.a != 1);  // refused though the object neither waits nor holds
+    twice += r.a == 1 && r.c == 1 && r.a_fence == r.c_fence;
+    late += r.c_took > 1500ms + 2500ms;
+    latest = std::max(latest, r.c_took);
+  }
+  EXPECT_EQ(spurious_cancel, 0) << "the later wait was reported Cancelled in " << spurious_cancel << " of " << rounds
+                                << " rounds";
+  EXPECT_EQ(twice, 0) << "one grant reported to both waits in " << twice << " of " << rounds << " rounds";
+  EXPECT_EQ(late, 0) << "try_lock_for(1.5 s) took up to " << latest.count() << " ms";
+  EXPECT_EQ(other_error, 0) << "another error, or refused after the first wait had returned";
+  std::cout << "[figures] " << rounds << " rounds, try_lock_for(1.5 s) took at most " << latest.count() << " ms"
+            << std::endl;
+}
+
+// Defect 3: Redisson's testLeaseTimeout on fairlock's API. Eight threads
+// 100 ms apart, each its own lock on one name, lease 1 s, no renewal, never
+// unlocking: each lease runs out and passes the name on, all eight in
+// arrival order within 11 s.
+TEST(Safety, LeasesRunOutOneAfterAnotherInArrivalOrder) {
+  Options o = opts_for(server());
+  o.liveness_ttl = Options().liveness_ttl;  // the default, 5 s: longer than the lease
+  Client client(o);
+  const std::string name = unique_name("lease-timeout");
+  LockOptions lo;
+  lo.lease = 1s;
+  lo.auto_renew = false;
+  constexpr int kThreads = 8;
+  std::vector<std::unique_ptr<FairLock>> locks;
+  std::vector<Clock::time_point> granted_at(kThreads);
+  std::array<std::atomic<int>, kThreads> got{};  // read by the test thread while they wait
+  std::vector<std::thread> threads;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < kThreads; ++i) {
+    locks.push_back(std::make_unique<FairLock>(client, name, lo));
+    threads.emplace_back([&, i] {
+      got[i] = locks[i]->try_lock_for(10s) ? 1 : 0;
+      granted_at[i] = Clock::now();
+    });
+    // Each has queued (or holds) before the next starts: arrival order is call order.
+    EXPECT_TRUE(eventually([&] {
+      const QueueState st = client.inspect(name);
+      return st.holder_count + st.waiter_count >= static_cast<std::size_t>(i + 1) || got[i];
+    }));
+    std::this_thread::sleep_for(100ms);
+  }
+  for (auto& t : threads) t.join();
+  int granted = 0;
+  for (int i = 0; i < kThreads; ++i) {
+    granted += got[i];
+    if (got[i] && i > 0 && got[i - 1]) {
+      EXPECT_LT(locks[i - 1]->fence(), locks[i]->fence()) << "thread " << i << " before thread " << i - 1;
+    }
+  }
+  EXPECT_EQ(granted, kThreads) << "only " << granted << " of 8 leases ran out in time";
+  if (granted == kThreads) {
+    EXPECT_LE(since(t0).count(), 11000);
+    // Nobody unlocks: the last grant waited for seven leases of 1 s.
+    EXPECT_GE(std::chrono::duration_cast<milliseconds>(granted_at[kThreads - 1] - granted_at[0]).count(), 6500);
+  }
+}
+
+// Clients the server holds blocked (INFO clients), e.g. by CLIENT PAUSE.
+int blocked_clients(const RedisServer& s) {
+  const std::string info = s.cmd({"INFO", "clients"});
+  const auto at = info.find("blocked_clients:");
+  return at == std::string::npos ? 0 : std::atoi(info.c_str() + at + 16);
+}
+
+// release() whose first attempt dies in transit: the server holds writes
+// (CLIENT PAUSE WRITE) so the call waits unanswered, its connection is killed
+// (with the client's other command connections), then writes resume and the
+// library's retry runs.
+Released release_dying_in_transit(const RedisServer& s, FairLock& lock) {
+  s.cmd({"CLIENT", "PAUSE", "20000", "WRITE"});
+  const int before = blocked_clients(s);
+  auto released = std::async(std::launch::async, [&] { return lock.release(); });
+  // (A release that knows the loss without asking the server returns at once.)
+  const bool held_up = eventually(
+      [&] { return blocked_clients(s) > before || released.wait_for(0s) == std::future_status::ready; }, 10s);
+  s.cmd({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  s.cmd({"CLIENT", "UNPAUSE"});
+  EXPECT_TRUE(held_up) << "release() neither returned nor reached the server";
+  EXPECT_TRUE(released.wait_for(30s) == std::future_status::ready);
+  return released.get();
+}
+
+void evict_holder(const RedisServer& s, const FairLock& lock) {
+  Client operator_client(opts_for(s));
+  const QueueState st = operator_client.inspect(lock.name());
+  ASSERT_EQ(st.holders.size(), 1u);
+  ASSERT_EQ(operator_client.evict(lock.name(), st.holders[0].token), Evicted::holder);
+}
+
+enum class Loss { evicted, expired };
+
+// Defect 4: the grant is lost (an operator evicts it, or its lease of 1 s
+// runs out unrenewed), then release()'s first attempt dies in transit and
+// its retry finds nothing: that is no proof of a release, so it reports
+// lost, and on_lost runs once.
+void lost_then_release_dies_in_transit(Loss how) {
+  RedisServer own;
+  Options o = opts_for(own);
+  o.liveness_ttl = 30s;     // heartbeat rounds 10 s apart, unless a lease is shorter
+  o.command_timeout = 10s;  // a call held by CLIENT PAUSE waits until the test kills its connection
+  Client client(o);
+  std::atomic<int> lost{0};
+  LockOptions lo;
+  lo.lease = how == Loss::expired ? 1s : 30s;
+  lo.auto_renew = how == Loss::evicted;
+  lo.on_lost = [&] { ++lost; };
+  FairLock lock(client, unique_name("lost-release"), lo);
+  LockOptions renewed;
+  renewed.lease = 1s;
+  FairLock other(client, unique_name("renewed"), renewed);
+  lock.lock();
+  if (how == Loss::evicted) {
+    evict_holder(own, lock);
+  } else {
+    // `other` is renewed every round (333 ms): with writes held, the next
+    // round waits on the server, so no round looks at `lock`'s clock
+    // before release() runs; the lease then runs out on the server too.
+    other.lock();
+    own.cmd({"CLIENT", "PAUSE", "20000", "WRITE"});
+    ASSERT_TRUE(eventually([&] { return blocked_clients(own) >= 1; }, 5s)) << "no heartbeat round was held";
+    std::this_thread::sleep_for(1200ms);
+  }
+  EXPECT_STREQ(name_of(release_dying_in_transit(own, lock)), "lost");
+  std::this_thread::sleep_for(200ms);  // a second report would come now
+  EXPECT_EQ(lost.load(), 1) << "on_lost ran " << lost.load() << " times";
+  EXPECT_FALSE(lock.owns_lock());
+}
+
+TEST(Safety, AnEvictedGrantWhoseReleaseDiesInTransitIsReportedLost) {
+  lost_then_release_dies_in_transit(Loss::evicted);
+}
+
+TEST(Safety, AnExpiredGrantWhoseReleaseDiesInTransitIsReportedLost) {
+  lost_then_release_dies_in_transit(Loss::expired);
+}
+
+// Defect 5: a non-renewing holder evicted by an operator learns it within
+// one heartbeat interval (liveness 3 s: a round every second), well before
+// its 8 s lease runs out.
+TEST(Safety, AnEvictedNonRenewingHolderLearnsItWithinAHeartbeat) {
+  Options o = opts_for(server());
+  o.liveness_ttl = 3s;
+  Client client(o), others(opts_for(server()));
+  const std::string name = unique_name("evicted-no-renew");
+  std::atomic<int> lost{0};
+  LockOptions lo;
+  lo.lease = 8s;
+  lo.auto_renew = false;
+  lo.on_lost = [&] { ++lost; };
+  FairLock holder(client, name, lo), next(others, name);
+  holder.lock();
+  const QueueState st = others.inspect(name);
+  ASSERT_EQ(st.holders.size(), 1u);
+  const auto evicted_at = Clock::now();
+  ASSERT_EQ(others.evict(name, st.holders[0].token), Evicted::holder);
+  ASSERT_TRUE(next.try_lock());  // another owner at once
+  // One period (1 s) plus a generous margin, and still far from 8 s.
+  const bool learned = eventually([&] { return lost.load() > 0 && !holder.owns_lock(); }, 3500ms);
+  EXPECT_TRUE(learned) << "after " << since(evicted_at).count() << " ms: owns_lock() " << holder.owns_lock()
+                       << ", on_lost ran " << lost.load() << " times";
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(lost.load(), learned ? 1 : 0);
+  next.unlock();
+  EXPECT_STREQ(name_of(holder.release()), "lost");
+}
+
+// Defect 6a: the server stopped mid-wait; try_lock_for(3 s) still returns
+// false at its deadline (not a command_timeout or two later).
+TEST(Safety, TryLockForKeepsItsDeadlineWithTheServerStopped) {
+  RedisServer own;
+  Client holders(opts_for(own)), waiters(opts_for(own));
+  const std::string name = unique_name("deadline-stopped");
+  LockOptions long_lease;
+  long_lease.lease = 60s;
+  FairLock holder(holders, name, long_lease), waiter(waiters, name);
+  holder.lock();
+  const auto t0 = Clock::now();
+  auto got = std::async(std::launch::async, [&] { return outcome_of([&] { return waiter.try_lock_for(3s); }); });
+  ASSERT_TRUE(eventually([&] { return zcard(own, name, "q") == 1; }));
+  own.pause();
+  const bool returned = got.wait_for(10s) == std::future_status::ready;
+  const milliseconds took = since(t0);
+  own.resume();
+  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
+  EXPECT_EQ(got.get(), 2) << "1 true, 2 false, 5 threw";
+  EXPECT_GE(took.count(), 3000);
+  EXPECT_LE(took.count(), 3000 + 1000) << "try_lock_for(3 s) returned after " << took.count() << " ms";
+}
+
+// Defect 8: a waiter killed while queued and then handed the grant holds the
+// queue at most its liveness (3 s) after the release that handed it over.
+TEST(Safety, AKilledWaiterHandedTheGrantDelaysTheNextByAtMostItsLiveness) {
+  Options o = opts_for(server());
+  o.liveness_ttl = 3s;  // the next waiter beats every second
+  Client client(o);
+  const std::string name = unique_name("dead-grantee");
+  FairLock holder(client, name), behind(client, name);
+  holder.lock();
+  Child dead({server().url(), "wait", name, "3000"});
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  // When `behind` is granted (the epoch if never).
+  auto granted_at =
+      std::async(std::launch::async, [&] { return behind.try_lock_for(30s) ? Clock::now() : Clock::time_point{}; });
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 2; }));
+  dead.kill();
+  dead.wait();
+  holder.unlock();  // hands the grant to the dead head
+  const auto handed_at = Clock::now();
+  const Clock::time_point granted = granted_at.get();
+  ASSERT_NE(granted, Clock::time_point{}) << "never granted";
+  const auto delay = std::chrono::duration_cast<milliseconds>(granted - handed_at);
+  EXPECT_LE(delay.count(), 3300) << "the next waiter was granted " << delay.count() << " ms after the handoff";
+  EXPECT_GE(delay.count(), 1000);  // the dead one's entry lives at least liveness - one beat after the kill
+  behind.unlock();
+}
+
+// Defect 9: a lease too short to renew (under a few heartbeat periods) is
+// refused, naming the minimum (100 ms); 100 ms itself is accepted.
+TEST(Safety, ALeaseTooShortToRenewIsRefused) {
+  Client client(opts_for(server()));
+  for (const milliseconds lease : {5ms, 99ms}) {
+    LockOptions lo;
+    lo.lease = lease;
+    try {
+      FairLock lock(client, unique_name("short-lease"), lo);
+      lock.lock();
+      lock.unlock();
+      ADD_FAILURE() << "a lease of " << lease.count() << " ms was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("100 ms"), std::string::npos) << e.what();
+    }
+  }
+  LockOptions lo;
+  lo.lease = 100ms;
+  FairLock lock(client, unique_name("short-lease"), lo);
+  lock.lock();
+  EXPECT_TRUE(lock.owns_lock());
+  lock.unlock();
+}
+
+}  // namespace
+}  // namespace fairlock::test
