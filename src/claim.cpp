@@ -180,7 +180,7 @@ bool Claim::may_retry(SteadyTime sent, SteadyTime now, Failure failure) {
     case Failure::not_run:
       // Nothing ran, so a retry is safe, but a try must not wait, and a
       // cache flushed for a whole liveness period is a broken server.
-      return queue_ && now - *failing_since_ <= cfg_.liveness;
+      return queue_ && (deadline_ || now - *failing_since_ <= cfg_.liveness);
     case Failure::in_doubt:
       if (!asked_ && !maybe_queued_) {
         // The first call may have queued us (a restart or a killed
@@ -199,9 +199,13 @@ bool Claim::may_retry(SteadyTime sent, SteadyTime now, Failure failure) {
       if (!asked_ && !maybe_queued_) return false;
       break;
   }
-  // Retry until our entry would have expired unless this process's other
-  // waiters on the name keep its liveness (docs/PROTOCOL.md §2); then the
-  // wait fails, and leaving cancels the entry (or abandons it, §7).
+  // A timed wait retries until its deadline, then times out as any other
+  // (an entry that expired meanwhile is queued again at the tail). An
+  // untimed one retries until its entry would have expired unless this
+  // process's other waiters on the name keep its liveness (docs/PROTOCOL.md
+  // §2); then the wait fails, and leaving cancels the entry (or abandons
+  // it, §7).
+  if (deadline_) return true;
   return now - std::max(last_ok_, refreshed_at_) <= cfg_.liveness;
 }
 

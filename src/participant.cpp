@@ -9,6 +9,7 @@
 #include "call_deadline.h"
 #include "client_impl.h"
 #include "fairlock/errors.h"
+#include "retry_policy.h"
 #include "router.h"
 #include "socket.h"
 #include "tls.h"
@@ -138,7 +139,7 @@ void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string&
   lk.unlock();
   if (!still_waiting) return;
   if (call_server) {
-    leave(member);
+    leave_within(member, retry::kGiveUpGrace);  // an error: the server may be in trouble
   } else {
     client_->session().delist(member);
   }
@@ -212,6 +213,18 @@ void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& m
   claim_.on_gave_up(left, sent);
 }
 
+// leave(), but for `grace` at most: then it is settled in the background.
+void Participant::leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept {
+  client_->session().delist(member);
+  settle_leave(
+      member,
+      [&] {
+        const CallDeadline bound(steady_clock::now() + grace);
+        return detail::cancel(node().server, keys_, member, permits_);
+      },
+      [&] { leave_later(member); });
+}
+
 // settle_leave on the async thread, for a wait that has already returned.
 void Participant::leave_later(const std::string& member) noexcept {
   client_->session().delist(member);
@@ -242,12 +255,18 @@ void Participant::leave(const std::string& member) noexcept {
 // liveness on the name does (docs/PROTOCOL.md: one per process, renewed for
 // its other waiters there); then it is skipped at the head. If it reaches
 // the head first, its grant runs out by that liveness: nobody renews it.
-void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left) noexcept {
+void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left,
+                               const std::function<void()>& on_failure) noexcept {
   try {
     // Granted while it was giving up: by a handoff, as a rule (a wrong hint
     // costs up to three commands, no other answer: lua/release.lua).
     if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_, true);
   } catch (const std::exception& e) {
+    if (on_failure) {
+      client_->log().debug("fairlock: leaving the queue of {}: {}; settling it in the background", name_, e.what());
+      on_failure();
+      return;
+    }
     client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
   }
 }

@@ -71,13 +71,16 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
                   SteadyTime sent);
   void notify_waiter();
   void fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server = true) noexcept;
-  void settle_leave(const std::string& member, const std::function<CancelResult()>& left) noexcept;
+  // `on_failure`, if given, takes over when the calls fail (instead of a warning).
+  void settle_leave(const std::string& member, const std::function<CancelResult()>& left,
+                    const std::function<void()>& on_failure = {}) noexcept;
   Cancelled wait_cancelled() const;
   void report_position(std::size_t position) noexcept;
   void report_lost(const std::string& why) noexcept;
   void give_up(std::unique_lock<std::mutex>& lk, const std::string& member);
   void leave(const std::string& member) noexcept;
   void leave_later(const std::string& member) noexcept;
+  void leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept;
   bool finish_granted(std::unique_lock<std::mutex>& lk);
   WaitContext wait_context(bool watched) const;
   Released release_member(const ReleasePlan& plan) noexcept;
