@@ -1,6 +1,8 @@
 // The Lua protocol, exercised directly against Redis (no C++ client logic).
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/time.h>
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include "protocol.h"
 #include "redis_server.h"
 #include "script_runner.h"
+#include "server.h"
 #include "test_util.h"
 
 namespace fairlock::test {
@@ -704,6 +707,69 @@ TEST_F(Scripts, EveryGrantedReplyTellsTheTimeLeftToItsStoredDeadline) {
   const auto free = expect_left([&] { return acquire(m2, 2, 30000); }, 2, h_score(m2));
   EXPECT_EQ(free[0], 1);
   EXPECT_EQ(free[2], 30000);
+}
+
+// What the typed calls make of a reply: real replies (EVAL of a constant),
+// well formed or not. A granted reply's remaining ms is 1 .. 2^31-1; any
+// other shape is a ServerError, never a wrong figure.
+TEST_F(Scripts, TheTypedCallsCheckTheGrantedReplyShapes) {
+  const auto reply = [&](const std::string& lua) { return conn->command({"EVAL", lua, "0"}); };
+  const auto granted = detail::parse_acquired(*reply("return {1, 5, 30000}"));
+  EXPECT_EQ(granted.status, detail::Acquired::Status::granted);
+  EXPECT_EQ(granted.fence, 5u);
+  EXPECT_EQ(granted.remaining_ms, 30000);
+  const auto queued = detail::parse_acquired(*reply("return {0, 7, 2, -1}"));
+  EXPECT_EQ(queued.status, detail::Acquired::Status::queued);
+  EXPECT_EQ(queued.ticket, 7u);
+  const auto cancelled = detail::parse_cancelled(*reply("return {2, 5, 1}"));
+  EXPECT_EQ(cancelled.status, detail::CancelResult::Status::granted);
+  EXPECT_EQ(cancelled.remaining_ms, 1);
+  for (const char* bad : {"return {1, 5}", "return {1, 5, 0}", "return {1, 5, -3}", "return {1, 5, 2147483648}",
+                          "return {1, 5, 'x'}", "return {1, 0, 100}"}) {
+    EXPECT_THROW(detail::parse_acquired(*reply(bad)), ServerError) << bad;
+    const std::string as_cancel = std::string("return {2") + (bad + 9);  // the same shape from cancel
+    EXPECT_THROW(detail::parse_cancelled(*reply(as_cancel)), ServerError) << as_cancel;
+  }
+}
+
+// The typed heartbeat call sends a lease of 0 as a check and reads three
+// figures per member: a waiter's next ms, a holder's remaining ms (not
+// renewed by the check), -1 for a member gone.
+TEST_F(Scripts, TheTypedHeartbeatReadsEachMembersMs) {
+  const std::string cid = "00000000000000bb";
+  const std::string holder = member(1, 'n', cid) + ":10000", waiter = member(2, 'n', cid) + ":10000";
+  const auto held = acquire(holder);
+  ASSERT_EQ(held[0], 1);
+  ASSERT_EQ(acquire(waiter)[0], 0);  // the holder moves into h
+  const std::string deadline = redis({"ZSCORE", keys.h, holder});
+  detail::Counters counters;
+  auto log = std::make_shared<spdlog::logger>("null", std::make_shared<spdlog::sinks::null_sink_mt>());
+  detail::Server srv(detail::Target{detail::parse_url(server().url()), nullptr, std::chrono::milliseconds(2000),
+                                    std::chrono::milliseconds(5000)},
+                     1, script_way(), counters, *log);
+  const std::vector<detail::BeatName> names{{&keys,
+                                             1,
+                                             {{holder, std::chrono::milliseconds(0)},
+                                              {waiter, std::chrono::milliseconds(10000)},
+                                              {member(3, 'n', cid), std::chrono::milliseconds(10000)}}}};
+  const auto out = detail::heartbeat(srv, std::chrono::milliseconds(10000), names);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].error, "");
+  ASSERT_EQ(out[0].results.size(), 3u);
+  const auto& h = out[0].results[0];
+  EXPECT_EQ(h.status, detail::BeatResult::Status::holding);
+  EXPECT_EQ(h.value, held[1]);
+  EXPECT_GT(h.ms, 0);
+  EXPECT_LE(h.ms, 10000);
+  EXPECT_EQ(redis({"ZSCORE", keys.h, holder}), deadline);  // a check: not renewed
+  const auto& w = out[0].results[1];
+  EXPECT_EQ(w.status, detail::BeatResult::Status::waiting);
+  EXPECT_EQ(w.value, 0);
+  EXPECT_GE(w.ms, 0);  // the holder's deadline
+  EXPECT_LE(w.ms, h.ms);
+  const auto& gone = out[0].results[2];
+  EXPECT_EQ(gone.status, detail::BeatResult::Status::gone);
+  EXPECT_EQ(gone.ms, -1);
 }
 
 // `waiters` waiters of `processes` dead processes, written directly at the
