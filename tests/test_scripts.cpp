@@ -672,7 +672,8 @@ TEST_F(Scripts, AHoldersCheckReportsItsGrantWithoutRenewingIt) {
   EXPECT_EQ(grant_of(r), (std::vector<long long>{2, a[1]}));
   EXPECT_EQ(redis({"ZSCORE", keys.h, m1}), deadline);
   const double liveness = std::stod(redis({"ZSCORE", keys.w, proc(m2)}));
-  r = expect_left([&] { return check(m2); }, 2, [&] { return deadline; });  // next: the holder's deadline
+  r = expect_left([&] { return check(m2); }, 2,
+                  [&]() -> const std::string& { return deadline; });  // next: the holder's deadline
   EXPECT_EQ(without_ms(r), (std::vector<long long>{1, 0}));
   EXPECT_GT(std::stod(redis({"ZSCORE", keys.w, proc(m2)})), liveness + 40000);  // now + 90 s
 }
