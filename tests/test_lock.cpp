@@ -529,11 +529,13 @@ TEST(Tokens, AreFreshRandom96BitHexPerClaim) {
     auto st = client.inspect(name);
     ASSERT_EQ(st.holders.size(), 1u);
     const std::string& t = st.holders[0].token;
-    ASSERT_EQ(t.size(), 1 + 16 + 1 + 24u) << t;  // 42 bytes: Redis's 48-byte allocation
+    // "p<cid>:<token>:<lease ms>" (protocol version 6): the default lease, 10 s.
+    ASSERT_EQ(t.size(), 1 + 16 + 1 + 24 + 1 + 5u) << t;
     EXPECT_EQ(t[0], 'p');
     EXPECT_EQ(t.substr(1, 16), client.id());
-    EXPECT_EQ(t.find_first_not_of("0123456789abcdef", 18), std::string::npos);
-    seen.insert(t.substr(18));
+    EXPECT_EQ(t.find_first_not_of("0123456789abcdef", 18), 42u);
+    EXPECT_EQ(t.substr(42), ":10000");
+    seen.insert(t.substr(18, 24));
     lock.unlock();
   }
   EXPECT_EQ(seen.size(), 20u);

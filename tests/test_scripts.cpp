@@ -1,9 +1,12 @@
 // The Lua protocol, exercised directly against Redis (no C++ client logic).
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/time.h>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "connection.h"
@@ -11,6 +14,7 @@
 #include "protocol.h"
 #include "redis_server.h"
 #include "script_runner.h"
+#include "server.h"
 #include "test_util.h"
 
 namespace fairlock::test {
@@ -38,6 +42,21 @@ std::vector<long long> ints(const redisReply& r) {
   std::vector<long long> out;
   for (size_t i = 0; i < r.elements; ++i) out.push_back(r.element[i]->integer);
   return out;
+}
+
+// A heartbeat reply without its ms figures: the status and value of each
+// member (the ms are checked where a test is about them).
+std::vector<long long> without_ms(const std::vector<long long>& r) {
+  std::vector<long long> out;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (i % 3 != 2) out.push_back(r[i]);
+  }
+  return out;
+}
+
+// A granted reply's status and fence, without its remaining ms.
+std::vector<long long> grant_of(const std::vector<long long>& r) {
+  return std::vector<long long>(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(2, r.size())));
 }
 
 // How this run calls the scripts: as functions, unless the environment
@@ -91,6 +110,29 @@ class Scripts : public ::testing::Test {
     for (const auto& m : members) procs.push_back(proc(m));
     expire(keys.w, procs);
   }
+  // The server's clock in ms, as the scripts read it (TIME).
+  static long long server_ms() {
+    const std::string t = redis({"TIME"});  // seconds, a newline, microseconds
+    const auto nl = t.find('\n');
+    return std::stoll(t.substr(0, nl)) * 1000 + std::stoll(t.substr(nl + 1)) / 1000;
+  }
+  // Runs a script call between two readings of the server's clock: the
+  // reply's ms figure at `at` must be the stored `deadline` (read after the
+  // call) less the call's now, which lies between the readings (1 ms each
+  // way for the rounding to ms). Returns the reply.
+  static std::vector<long long> expect_left(const std::function<std::vector<long long>()>& call, std::size_t at,
+                                            const std::function<std::string()>& deadline) {
+    const long long t0 = server_ms();
+    auto r = call();
+    const long long t1 = server_ms();
+    EXPECT_GT(r.size(), at);
+    if (r.size() <= at) return r;
+    const auto d = static_cast<long long>(std::stod(deadline()));
+    EXPECT_GE(r[at], 1);
+    EXPECT_GE(r[at], d - t1 - 1) << "deadline " << d;
+    EXPECT_LE(r[at], d - t0 + 1) << "deadline " << d;
+    return r;
+  }
   std::vector<std::string> name_keys() {
     std::string all = redis({"KEYS", "fairlock:{" + name + "}:*"});
     std::vector<std::string> out;
@@ -120,8 +162,9 @@ class Scripts : public ::testing::Test {
 
 TEST_F(Scripts, GrantsWhenFreeAndQueuesOtherwise) {
   auto a = acquire(member(1));
-  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(a.size(), 3u);
   EXPECT_EQ(a[0], 1);
+  EXPECT_EQ(a[2], 10000);  // the lease: granted now
   auto b = acquire(member(2));
   ASSERT_EQ(b.size(), 4u);
   EXPECT_EQ(b[0], 0);
@@ -155,7 +198,8 @@ TEST_F(Scripts, AnInlineHolderWithAForgedExpiryNeverBlocksTheName) {
   const auto held = acquire(member(2));
   ASSERT_EQ(held[0], 1);
   redis({"PEXPIRE", keys.o, "3000000000"});
-  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"})), (std::vector<long long>{2, held[1]}));
+  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"})),
+            (std::vector<long long>{2, held[1], 10000}));  // the forged expiry replaced by the lease
   EXPECT_LE(std::stoll(redis({"PTTL", keys.o})), 10000);
 }
 
@@ -163,11 +207,17 @@ TEST_F(Scripts, AnInlineHolderWithAForgedExpiryNeverBlocksTheName) {
 // the holder may already count on the deadline it had.
 TEST_F(Scripts, RenewingAnInlineGrantNeverShortensIt) {
   auto a = acquire(member(1), 1, 60000);
-  EXPECT_EQ(acquire(member(1), 1, 1000), a);
+  const auto retried = acquire(member(1), 1, 1000);
+  EXPECT_EQ(grant_of(retried), grant_of(a));
+  EXPECT_GT(retried[2], 50000);  // what is left of the 60 s, not the 1 s asked for
+  EXPECT_LE(retried[2], 60000);
   EXPECT_GT(std::stoll(redis({"PTTL", keys.o})), 50000);
-  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(1), "1000"})), (std::vector<long long>{2, a[1]}));
+  const auto beat = ints(*call(Script::heartbeat, {"1", "10000", member(1), "1000"}));
+  EXPECT_EQ(without_ms(beat), (std::vector<long long>{2, a[1]}));
+  EXPECT_GT(beat[2], 50000);
+  EXPECT_LE(beat[2], 60000);
   EXPECT_GT(std::stoll(redis({"PTTL", keys.o})), 50000);
-  EXPECT_EQ(acquire(member(1), 1, 120000), a);
+  EXPECT_EQ(acquire(member(1), 1, 120000), (std::vector<long long>{1, a[1], 120000}));
   EXPECT_GT(std::stoll(redis({"PTTL", keys.o})), 110000);
 }
 
@@ -188,7 +238,7 @@ TEST_F(Scripts, AFirstCallQueuesWithoutLookingUpItsOwnEntries) {
   EXPECT_EQ(again[2], 0);
   EXPECT_EQ(command_calls(server(), "zscore"), zscores + 3);  // h, w and q looked up
   EXPECT_EQ(release(member(1)), 1);
-  EXPECT_EQ(acquire(member(2)), (std::vector<long long>{1, first[1]}));  // the ticket is the fence
+  EXPECT_EQ(grant_of(acquire(member(2))), (std::vector<long long>{1, first[1]}));  // the ticket is the fence
 }
 
 // The record's x, while ahead, tells that the queue structure exists: a
@@ -239,7 +289,7 @@ TEST_F(Scripts, AForgedInlineHolderBesideAQueueKeepsThePermitCount) {
   EXPECT_EQ(acquire(member(2))[0], 0);
   for (const Script op : {Script::release, Script::evict}) {
     redis({"SET", keys.o, member(9) + " 5 1 1", "PX", "100000"});
-    EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(9), "10000"})), (std::vector<long long>{0, 0}));
+    EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(9), "10000"})), (std::vector<long long>{0, 0, -1}));
     EXPECT_EQ(ints(*call(Script::cancel, {member(9), "1"})), std::vector<long long>{0});
     EXPECT_EQ(ints(*call(op, {member(9), "1"})), std::vector<long long>{1});
     EXPECT_EQ(redis({"EXISTS", keys.o}), "0");
@@ -288,7 +338,7 @@ TEST_F(Scripts, ReleaseHandsOffToHeadWithTicketAsFence) {
   EXPECT_EQ(redis({"ZRANGE", keys.q, "0", "-1"}), member(3));
   // The grantee's retried acquire reports the handed-off grant, same fence.
   auto b2 = acquire(member(2));
-  EXPECT_EQ(b2, (std::vector<long long>{1, b[1]}));
+  EXPECT_EQ(grant_of(b2), (std::vector<long long>{1, b[1]}));
   auto c2 = acquire(member(3));
   EXPECT_EQ(c2[0], 0);
   EXPECT_EQ(c2[2], 0);  // moved to the head
@@ -370,7 +420,7 @@ TEST_F(Scripts, AHeartbeatOfADeadProcessRemovesItsWaiters) {
   acquire(member(4, 'n', cid));
   expire_waiters({member(2, 'n', cid)});
   auto r = ints(*call(Script::heartbeat, {"1", "10000", member(2, 'n', cid), "10000", member(4, 'n', cid), "10000"}));
-  EXPECT_EQ(r, (std::vector<long long>{0, 0, 0, 0}));
+  EXPECT_EQ(r, (std::vector<long long>{0, 0, -1, 0, 0, -1}));
   EXPECT_EQ(redis({"ZRANK", keys.q, member(3)}), "0");
   EXPECT_EQ(redis({"ZCARD", keys.q}), "1");
   EXPECT_EQ(redis({"ZSCORE", keys.w, proc(member(2, 'n', cid))}), "(nil)");  // pruned, not renewed
@@ -387,7 +437,9 @@ TEST_F(Scripts, AHeartbeatRenewsItsProcessAndDropsDeadHeads) {
   expire_waiters({member(2)});
   EXPECT_EQ(acquire(member(3))[2], 1);  // the dead head still counts
   auto r = ints(*call(Script::heartbeat, {"1", "60000", member(3), "10000"}));
-  EXPECT_EQ(r, (std::vector<long long>{1, 0}));  // ... until a heartbeat drops it
+  EXPECT_EQ(without_ms(r), (std::vector<long long>{1, 0}));  // ... until a heartbeat drops it
+  EXPECT_GT(r[2], 0);                                        // next: the holder's deadline is ahead
+  EXPECT_LE(r[2], 10000);
   EXPECT_EQ(redis({"ZSCORE", keys.q, member(2)}), "(nil)");
   EXPECT_GT(std::stod(redis({"ZSCORE", keys.w, proc(member(3))})), before + 30000);
 }
@@ -432,7 +484,7 @@ TEST_F(Scripts, AProcessKeepsOneLivenessEntryForAllItsWaiters) {
   std::vector<std::string> args{"1", "10000"};
   for (int m = 2; m <= 6; ++m) args.insert(args.end(), {member(m, 'n', cid), "10000"});
   auto r = ints(*call(Script::heartbeat, args));
-  EXPECT_EQ(r, (std::vector<long long>{1, 0, 1, 1, 1, 2, 1, 3, 1, 4}));
+  EXPECT_EQ(without_ms(r), (std::vector<long long>{1, 0, 1, 1, 1, 2, 1, 3, 1, 4}));
   // Members of two processes in one heartbeat: refused, nothing changes.
   EXPECT_EQ(error_of(call(Script::heartbeat, {"1", "10000", member(2, 'n', cid), "10000", member(7), "10000"})),
             "FLBADARG members of one process expected");
@@ -454,7 +506,7 @@ TEST_F(Scripts, ExpiredHolderIsPrunedAndNextGranted) {
   auto b = acquire(member(2));
   expire_holders({member(1)});
   auto b2 = acquire(member(2));
-  EXPECT_EQ(b2, (std::vector<long long>{1, b[1]}));
+  EXPECT_EQ(grant_of(b2), (std::vector<long long>{1, b[1]}));
   EXPECT_EQ(release(member(1)), 0);  // the expired holder's late release is refused
   EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");
 }
@@ -463,7 +515,11 @@ TEST_F(Scripts, CancelAfterHandoffReportsTheGrant) {
   acquire(member(1));
   auto b = acquire(member(2));
   release(member(1));
-  EXPECT_EQ(cancel(member(2)), (std::vector<long long>{2, b[1]}));
+  const auto c = cancel(member(2));
+  EXPECT_EQ(grant_of(c), (std::vector<long long>{2, b[1]}));
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_GT(c[2], 0);  // the handoff's deadline: its liveness (a member without a lease), 10 s
+  EXPECT_LE(c[2], 10000);
   EXPECT_NE(redis({"ZSCORE", keys.h, member(2)}), "(nil)");  // kept until released
   EXPECT_EQ(release(member(2)), 1);
   EXPECT_EQ(name_keys(), std::vector<std::string>{keys.seq});
@@ -535,7 +591,13 @@ TEST_F(Scripts, MalformedArgvGetsDocumentedErrors) {
   EXPECT_EQ(bad(Script::release, {std::string("p\0x:1", 5), "1"}), "FLBADARG ");
   EXPECT_EQ(bad(Script::cancel, {member(1), "1.5"}), "FLBADARG ");
   EXPECT_EQ(bad(Script::heartbeat, {"1", "1000", member(1)}), "FLBADARG ");
-  EXPECT_EQ(bad(Script::heartbeat, {"1", "1000", member(1), "0"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::heartbeat, {"1", "1000", member(1), "-1"}), "FLBADARG ");  // 0 is a holder's check
+  EXPECT_EQ(bad(Script::heartbeat, {"1", "1000", member(1), "2147483648"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1) + ":0", "1", "1000", "1000", "q"}), "FLBADARG ");  // lease 1 .. 2^31-1
+  EXPECT_EQ(bad(Script::acquire, {member(1) + ":01", "1", "1000", "1000", "q"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1) + ":2147483648", "1", "1000", "1000", "q"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1) + ":1:1", "1", "1000", "1000", "q"}), "FLBADARG ");
+  EXPECT_EQ(bad(Script::acquire, {member(1) + ":", "1", "1000", "1000", "q"}), "FLBADARG ");
   EXPECT_EQ(name_keys(), std::vector<std::string>{});  // nothing stored
 }
 
@@ -545,11 +607,15 @@ TEST_F(Scripts, HeartbeatReportsEachEntry) {
   acquire(member(2, 'n', cid));
   auto r = ints(*call(Script::heartbeat, {"1", "10000", member(1, 'n', cid), "10000", member(2, 'n', cid), "10000",
                                           member(3, 'n', cid), "10000"}));
-  ASSERT_EQ(r.size(), 6u);
-  EXPECT_EQ(r[0], 2);  // holder, fence
-  EXPECT_EQ(r[2], 1);  // waiter
-  EXPECT_EQ(r[3], 0);  // position
-  EXPECT_EQ(r[4], 0);  // unknown
+  ASSERT_EQ(r.size(), 9u);
+  EXPECT_EQ(r[0], 2);  // holder, fence, remaining ms (renewed: the lease)
+  EXPECT_EQ(r[2], 10000);
+  EXPECT_EQ(r[3], 1);  // waiter, position, next (the holder's deadline)
+  EXPECT_EQ(r[4], 0);
+  EXPECT_EQ(r[5], 10000);
+  EXPECT_EQ(r[6], 0);  // unknown
+  EXPECT_EQ(r[7], 0);
+  EXPECT_EQ(r[8], -1);
 }
 
 TEST_F(Scripts, HandoffGrantBecomesFullLeaseAtHeartbeat) {
@@ -560,6 +626,151 @@ TEST_F(Scripts, HandoffGrantBecomesFullLeaseAtHeartbeat) {
   call(Script::heartbeat, {"1", "5000", member(2), "60000"});
   double after = std::stod(redis({"ZSCORE", keys.h, member(2)}));
   EXPECT_GT(after - before, 30000);
+}
+
+// A grant handed off inside another call (here a release) lasts the
+// grantee's lease, from then, but never past its process's liveness
+// deadline: both ways round. Its own acquire then renews it to a lease.
+TEST_F(Scripts, AHandoffLastsTheGranteesLeaseCappedByItsLiveness) {
+  const std::string short_lease = member(2) + ":20000", short_liveness = member(3) + ":60000";
+  acquire(member(1));
+  ASSERT_EQ(acquire(short_lease, 1, 20000, 60000)[0], 0);
+  ASSERT_EQ(acquire(short_liveness, 1, 60000, 20000)[0], 0);
+  const long long t0 = server_ms();
+  ASSERT_EQ(release(member(1)), 1);
+  const long long t1 = server_ms();
+  const double handed = std::stod(redis({"ZSCORE", keys.h, short_lease}));
+  EXPECT_GE(handed, t0 + 20000);  // now + the lease ...
+  EXPECT_LE(handed, t1 + 20000);
+  EXPECT_LT(handed + 30000, std::stod(redis({"ZSCORE", keys.w, proc(short_lease)})));  // ... well before the liveness
+  const auto confirmed = expect_left([&] { return acquire(short_lease, 1, 20000, 60000); }, 2,
+                                     [&] {
+                                       return redis({"ZSCORE", keys.h, short_lease});
+                                     });
+  EXPECT_EQ(confirmed[0], 1);
+  const std::string liveness = redis({"ZSCORE", keys.w, proc(short_liveness)});
+  ASSERT_EQ(release(short_lease), 1);
+  EXPECT_EQ(redis({"ZSCORE", keys.h, short_liveness}), liveness);  // the liveness deadline, before the lease's end
+}
+
+// A heartbeat's lease 0 is a holder's check: the grant is reported with its
+// fence and the time left, and not renewed (o's expiry, h's score). A
+// waiter sent with 0 waits as with any lease: its process's liveness is
+// renewed, and it learns when the holder's deadline comes.
+TEST_F(Scripts, AHoldersCheckReportsItsGrantWithoutRenewingIt) {
+  const std::string m1 = member(1) + ":60000", m2 = member(2) + ":60000";
+  const auto a = acquire(m1, 1, 60000);
+  ASSERT_EQ(a[0], 1);
+  const std::string expiry = redis({"PEXPIRETIME", keys.o});
+  const auto check = [&](const std::string& m) { return ints(*call(Script::heartbeat, {"1", "90000", m, "0"})); };
+  auto r = expect_left([&] { return check(m1); }, 2, [&] { return redis({"PEXPIRETIME", keys.o}); });
+  EXPECT_EQ(grant_of(r), (std::vector<long long>{2, a[1]}));
+  EXPECT_EQ(redis({"PEXPIRETIME", keys.o}), expiry);
+  ASSERT_EQ(acquire(m2, 1, 60000)[0], 0);  // contended: m1 moves into h
+  const std::string deadline = redis({"ZSCORE", keys.h, m1});
+  r = expect_left([&] { return check(m1); }, 2, [&] { return redis({"ZSCORE", keys.h, m1}); });
+  EXPECT_EQ(grant_of(r), (std::vector<long long>{2, a[1]}));
+  EXPECT_EQ(redis({"ZSCORE", keys.h, m1}), deadline);
+  const double liveness = std::stod(redis({"ZSCORE", keys.w, proc(m2)}));
+  r = expect_left([&] { return check(m2); }, 2,
+                  [&]() -> const std::string& { return deadline; });  // next: the holder's deadline
+  EXPECT_EQ(without_ms(r), (std::vector<long long>{1, 0}));
+  EXPECT_GT(std::stod(redis({"ZSCORE", keys.w, proc(m2)})), liveness + 40000);  // now + 90 s
+}
+
+// Every granted reply's remaining ms is the grant's stored deadline less the
+// call's now: inline (o's expiry) and in h, granted, retried, renewed,
+// reported by cancel and heartbeat, handed off, and a free permit.
+TEST_F(Scripts, EveryGrantedReplyTellsTheTimeLeftToItsStoredDeadline) {
+  const std::string m1 = member(1) + ":30000", m2 = member(2) + ":30000";
+  const auto o_expiry = [&] { return redis({"PEXPIRETIME", keys.o}); };
+  const auto h_score = [&](const std::string& m) { return [this, m] { return redis({"ZSCORE", keys.h, m}); }; };
+  const auto a = expect_left([&] { return acquire(m1, 1, 30000); }, 2, o_expiry);  // inline
+  ASSERT_EQ(a[0], 1);
+  EXPECT_EQ(a[2], 30000);
+  EXPECT_EQ(grant_of(expect_left([&] { return acquire(m1, 1, 1000); }, 2, o_expiry)), grant_of(a));  // kept
+  EXPECT_EQ(expect_left([&] { return acquire(m1, 1, 40000); }, 2, o_expiry)[2], 40000);              // renewed
+  EXPECT_EQ(grant_of(expect_left([&] { return cancel(m1); }, 2, o_expiry)), (std::vector<long long>{2, a[1]}));
+  ASSERT_EQ(acquire(m2, 1, 30000)[0], 0);  // m1 moves into h
+  EXPECT_EQ(grant_of(expect_left([&] { return acquire(m1, 1, 1000); }, 2, h_score(m1))), grant_of(a));
+  EXPECT_EQ(grant_of(expect_left([&] { return cancel(m1); }, 2, h_score(m1))), (std::vector<long long>{2, a[1]}));
+  const auto beat = [&](const std::string& m, const char* lease) {
+    return ints(*call(Script::heartbeat, {"1", "10000", m, lease}));
+  };
+  EXPECT_EQ(expect_left([&] { return beat(m1, "50000"); }, 2, h_score(m1))[2], 50000);
+  ASSERT_EQ(release(m1), 1);  // handed to m2
+  EXPECT_EQ(expect_left([&] { return beat(m2, "0"); }, 2, h_score(m2))[0], 2);
+  EXPECT_EQ(expect_left([&] { return acquire(m2, 1, 30000); }, 2, h_score(m2))[0], 1);
+  ASSERT_EQ(release(m2), 1);
+  // A semaphore of 2: the second caller takes a free permit beside the
+  // first (moved into h).
+  ASSERT_EQ(acquire(m1, 2, 30000)[0], 1);
+  const auto free = expect_left([&] { return acquire(m2, 2, 30000); }, 2, h_score(m2));
+  EXPECT_EQ(free[0], 1);
+  EXPECT_EQ(free[2], 30000);
+}
+
+// What the typed calls make of a reply: real replies (EVAL of a constant),
+// well formed or not. A granted reply's remaining ms is 1 .. 2^31-1; any
+// other shape is a ServerError, never a wrong figure.
+TEST_F(Scripts, TheTypedCallsCheckTheGrantedReplyShapes) {
+  const auto reply = [&](const std::string& lua) { return conn->command({"EVAL", lua, "0"}); };
+  const auto granted = detail::parse_acquired(*reply("return {1, 5, 30000}"));
+  EXPECT_EQ(granted.status, detail::Acquired::Status::granted);
+  EXPECT_EQ(granted.fence, 5u);
+  EXPECT_EQ(granted.remaining_ms, 30000);
+  const auto queued = detail::parse_acquired(*reply("return {0, 7, 2, -1}"));
+  EXPECT_EQ(queued.status, detail::Acquired::Status::queued);
+  EXPECT_EQ(queued.ticket, 7u);
+  const auto cancelled = detail::parse_cancelled(*reply("return {2, 5, 1}"));
+  EXPECT_EQ(cancelled.status, detail::CancelResult::Status::granted);
+  EXPECT_EQ(cancelled.remaining_ms, 1);
+  for (const char* bad : {"return {1, 5}", "return {1, 5, 0}", "return {1, 5, -3}", "return {1, 5, 2147483648}",
+                          "return {1, 5, 'x'}", "return {1, 0, 100}"}) {
+    EXPECT_THROW(detail::parse_acquired(*reply(bad)), ServerError) << bad;
+    const std::string as_cancel = std::string("return {2") + (bad + 9);  // the same shape from cancel
+    EXPECT_THROW(detail::parse_cancelled(*reply(as_cancel)), ServerError) << as_cancel;
+  }
+}
+
+// The typed heartbeat call sends a lease of 0 as a check and reads three
+// figures per member: a waiter's next ms, a holder's remaining ms (not
+// renewed by the check), -1 for a member gone.
+TEST_F(Scripts, TheTypedHeartbeatReadsEachMembersMs) {
+  const std::string cid = "00000000000000bb";
+  const std::string holder = member(1, 'n', cid) + ":10000", waiter = member(2, 'n', cid) + ":10000";
+  const auto held = acquire(holder);
+  ASSERT_EQ(held[0], 1);
+  ASSERT_EQ(acquire(waiter)[0], 0);  // the holder moves into h
+  const std::string deadline = redis({"ZSCORE", keys.h, holder});
+  detail::Counters counters;
+  auto log = std::make_shared<spdlog::logger>("null", std::make_shared<spdlog::sinks::null_sink_mt>());
+  detail::Server srv(detail::Target{detail::parse_url(server().url()), nullptr, std::chrono::milliseconds(2000),
+                                    std::chrono::milliseconds(5000)},
+                     1, script_way(), counters, *log);
+  const std::vector<detail::BeatName> names{{&keys,
+                                             1,
+                                             {{holder, std::chrono::milliseconds(0)},
+                                              {waiter, std::chrono::milliseconds(10000)},
+                                              {member(3, 'n', cid), std::chrono::milliseconds(10000)}}}};
+  const auto out = detail::heartbeat(srv, std::chrono::milliseconds(10000), names);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].error, "");
+  ASSERT_EQ(out[0].results.size(), 3u);
+  const auto& h = out[0].results[0];
+  EXPECT_EQ(h.status, detail::BeatResult::Status::holding);
+  EXPECT_EQ(h.value, held[1]);
+  EXPECT_GT(h.ms, 0);
+  EXPECT_LE(h.ms, 10000);
+  EXPECT_EQ(redis({"ZSCORE", keys.h, holder}), deadline);  // a check: not renewed
+  const auto& w = out[0].results[1];
+  EXPECT_EQ(w.status, detail::BeatResult::Status::waiting);
+  EXPECT_EQ(w.value, 0);
+  EXPECT_GE(w.ms, 0);  // the holder's deadline
+  EXPECT_LE(w.ms, h.ms);
+  const auto& gone = out[0].results[2];
+  EXPECT_EQ(gone.status, detail::BeatResult::Status::gone);
+  EXPECT_EQ(gone.ms, -1);
 }
 
 // `waiters` waiters of `processes` dead processes, written directly at the
@@ -612,7 +823,7 @@ TEST_F(Scripts, AHeartbeatGrantsALiveWaiterBehindDeadHeads) {
   EXPECT_EQ(release(member(1)), 1);
   EXPECT_EQ(redis({"ZCARD", keys.q}), "151");  // 100 skipped by the release's fill
   const auto beat = ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"}));
-  ASSERT_EQ(beat.size(), 2u);
+  ASSERT_EQ(beat.size(), 3u);
   EXPECT_EQ(beat[0], 2);  // holding
   EXPECT_EQ(redis({"ZCARD", keys.q}), "0");
 }
@@ -665,7 +876,7 @@ TEST_F(Scripts, ExpiredEntriesBeyondThePruneBoundAreNotRevived) {
   // Member 249's process is past the first prune's reach; its heartbeat must
   // say gone, and neither renew its process nor keep it queued.
   auto r = ints(*call(Script::heartbeat, {"1", "10000", member(249), "10000"}));
-  EXPECT_EQ(r, (std::vector<long long>{0, 0}));
+  EXPECT_EQ(r, (std::vector<long long>{0, 0, -1}));
   const std::string w249 = redis({"ZSCORE", keys.w, proc(member(249))});
   EXPECT_TRUE(w249 == "(nil)" || w249 == "1") << "renewed: " << w249;
   EXPECT_EQ(redis({"ZSCORE", keys.q, member(249)}), "(nil)");

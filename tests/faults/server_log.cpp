@@ -55,17 +55,25 @@ bool positive_integer(const std::string& s, std::uint64_t& out) {
   return true;
 }
 
-// A queue member "<p|k|n><hex>:<hex>" (other g fields are bookkeeping).
-bool is_member(const std::string& f) {
-  if (f.size() < 4 || (f[0] != 'p' && f[0] != 'k' && f[0] != 'n')) return false;
-  auto colon = f.find(':');
-  if (colon == std::string::npos || colon < 2 || colon + 1 >= f.size()) return false;
-  for (size_t i = 1; i < f.size(); ++i) {
-    char c = f[i];
-    if (i == colon) continue;
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+// f[from, to) is one or more characters, each one of `digits`.
+bool all_of(const std::string& f, std::size_t from, std::size_t to, std::string_view digits) {
+  if (from >= to) return false;
+  for (std::size_t i = from; i < to; ++i) {
+    if (digits.find(f[i]) == std::string_view::npos) return false;
   }
   return true;
+}
+
+// A queue member "<p|k|n><hex>:<hex>", with version 6's ":<lease ms>"
+// (decimal) or without (version 5's); other g fields are bookkeeping.
+bool is_member(const std::string& f) {
+  constexpr std::string_view hex = "0123456789abcdef", decimal = "0123456789";
+  if (f.size() < 4 || (f[0] != 'p' && f[0] != 'k' && f[0] != 'n')) return false;
+  const auto colon = f.find(':');
+  if (colon == std::string::npos || !all_of(f, 1, colon, hex)) return false;
+  const auto lease = f.find(':', colon + 1);
+  if (lease == std::string::npos) return all_of(f, colon + 1, f.size(), hex);
+  return all_of(f, colon + 1, lease, hex) && all_of(f, lease + 1, f.size(), decimal);
 }
 
 // The process of a member, the key of its liveness in w: its text before

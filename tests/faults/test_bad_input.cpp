@@ -642,6 +642,16 @@ TEST(ScriptArgv, MalformedArgvGetsFlbadargAndChangesNothing) {
                                                std::string("p00:00\0", 7),
                                                "p" + std::string(200, 'a') + ":00",
                                                "p00:00:00",
+                                               "p00:00:0",  // version 6's lease: 1 .. 2^31-1, no leading zero
+                                               "p00:00:01",
+                                               "p00:00:2147483648",
+                                               "p00:00:99999999999",
+                                               "p00:00:-1",
+                                               "p00:00:1e3",
+                                               "p00:00: 5",
+                                               "p00:00:",
+                                               "p00:00:1:1",
+                                               "p00:00:a",
                                                "pé:00"};
   struct Call {
     std::string label;
@@ -668,7 +678,7 @@ TEST(ScriptArgv, MalformedArgvGetsFlbadargAndChangesNothing) {
     add("evict permits", evict_source, {m, bi});
     add("heartbeat permits", heartbeat_source, {bi, "1000", m, "1000"});
     add("heartbeat liveness", heartbeat_source, {"1", bi, m, "1000"});
-    add("heartbeat lease", heartbeat_source, {"1", "1000", m, bi});
+    add("heartbeat lease", heartbeat_source, {"1", "1000", m, bi == "0" ? "-5" : bi});  // 0: a holder's check
     add("inspect limit", inspect_source, {bi == "0" ? "-5" : bi});
   }
   for (const char* mode : {"", "Q", "qq", "x", "t\n"})
@@ -684,7 +694,7 @@ TEST(ScriptArgv, MalformedArgvGetsFlbadargAndChangesNothing) {
   add("heartbeat without arguments", heartbeat_source, {});
   add("heartbeat with half a pair", heartbeat_source, {"1", "1000", m});
   add("heartbeat with a bad second pair", heartbeat_source,
-      {"1", "1000", holder.member(), "1000", waiter.member(), "0"});
+      {"1", "1000", holder.member(), "1000", waiter.member(), "-1"});
   add("inspect without limit", inspect_source, {});
   std::map<std::string, std::string> shas;
   std::size_t tried = 0;

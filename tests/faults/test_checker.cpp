@@ -212,6 +212,28 @@ TEST(ServerLogReplay, InOrderHandoffPasses) {
   EXPECT_EQ(f.log.grants().size(), 2u);
 }
 
+// Version 6's members name their lease ("<m><cid>:<token>:<lease>"): a
+// handoff to one is a grant like any other (its g field is a member's, not
+// bookkeeping), and one out of ticket order is still flagged.
+TEST(ServerLogReplay, AHandoffToAMemberNamingItsLeaseIsAGrant) {
+  for (const bool in_order : {true, false}) {
+    Feed f;
+    hold(f);
+    queue(f, "pb:2:500", "2");
+    queue(f, "pc:3:500", "3");
+    const std::string grantee = in_order ? "pb:2:500" : "pc:3:500";
+    f.script(release_sha, {"pa:1", "1"});
+    f.line(true, {"ZREM", key("h"), "pa:1"});
+    f.line(true, {"HDEL", key("g"), "pa:1"});
+    f.line(true, {"ZREM", key("q"), grantee});
+    f.line(true, {"ZADD", key("h"), std::to_string(f.ms() + 500), grantee});
+    f.line(true, {"HSET", key("g"), grantee, (in_order ? "2:" : "3:") + std::to_string(f.ms())});
+    EXPECT_EQ(f.done().empty(), in_order) << (f.done().empty() ? "" : f.done().front());
+    ASSERT_EQ(f.log.grants().size(), 2u);
+    EXPECT_EQ(f.log.grants()[1].member, grantee);
+  }
+}
+
 // As release writes it now: the head is popped and granted before the
 // releaser leaves h, so h briefly has two entries within the script.
 TEST(ServerLogReplay, AHandoffByZpopminBeforeTheHolderLeavesPasses) {

@@ -451,8 +451,9 @@ TEST(Security, TokensAreUnguessable) {
       auto st = client.inspect(name);
       ASSERT_EQ(st.holders.size(), 1u);
       const std::string t = st.holders[0].token;
-      ASSERT_EQ(t.size(), 1 + 16 + 1 + kTokenBits / 4u);
-      std::string hex = t.substr(18);
+      ASSERT_EQ(t.size(), 1 + 16 + 1 + kTokenBits / 4u + 6) << t;  // then ":10000", the default lease (version 6)
+      ASSERT_EQ(t.substr(18 + kTokenBits / 4), ":10000") << t;
+      std::string hex = t.substr(18, kTokenBits / 4);
       ASSERT_EQ(hex.find_first_not_of("0123456789abcdef"), std::string::npos) << t;
       ASSERT_TRUE(tokens.insert(hex).second) << "token repeated: " << hex;
       std::bitset<kTokenBits> b;

@@ -1,0 +1,39 @@
+-- cancel: leave the queue (timeout, cancellation).
+--
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
+-- ARGV: 1 member    "<m><cid>:<token>"
+--       2 permits   1 .. 1000000; caps the fill (see stored_permits in lib.lua)
+-- Returns: {1}        the member was in the queue (even past its liveness
+--                     deadline) and was removed from it
+--          {2, fence} the member already holds a grant (handed off while it
+--                     was giving up); it keeps it until it releases it
+--          {0}        the member was neither waiting nor a live holder
+-- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
+local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
+if bad_keys then return bad_keys end
+local member, permits, err = member_and_permits()
+if not member then return err end
+
+local now = now_ms()
+err = read_record(now)
+if err then return err end
+if not has_queue(now) then  -- Fast path: nobody waits; the member holds inline, or nothing
+  local owner, fence = inline_holder()
+  if owner == member then return {2, fence} end
+  return {0}
+end
+local result
+-- (w is its process's: it stays while the process lives.)
+if zrem(Q, member) == 1 then result = {1} end
+prune(now)
+fill(now, stored_permits(permits))
+if not result then
+  local fence = holder_fence(member, now)
+  if fence then
+    result = {2, fence}
+  else
+    result = {0}
+  end
+end
+cleanup(now, nil)
+return result
