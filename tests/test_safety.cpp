@@ -48,14 +48,15 @@ const char* name_of(Released r) {
   return "?";
 }
 
-// Defect 1. The server is stopped while try_lock_for sends its first
+// Defect 1. The server is stopped while a timed wait sends its first
 // acquire; that call and its retries time out; the server comes back during
 // a retry's backoff and runs the stale acquire (a grant of the idle name for
 // one lease); the deadline passes before the next retry, and the give-up's
-// cancel finds that grant. Whatever try_lock_for then reports, the object must stop
+// cancel finds that grant. Whatever the wait then reports, the object must stop
 // believing it holds by the server's deadline (lease 1 s < liveness 5 s,
 // no renewal): once another client is granted, owns_lock() is false.
-TEST(Safety, ATimedWaitThatGaveUpNeverBelievesPastTheServersGrant) {
+// `timed_wait(lock, timeout)` is try_lock_for or lock_future.
+void gave_up_grant_scenario(const std::function<bool(FairLock&, milliseconds)>& timed_wait) {
   RedisServer own;
   Options o = opts_for(own);
   o.liveness_ttl = 5s;
@@ -68,7 +69,7 @@ TEST(Safety, ATimedWaitThatGaveUpNeverBelievesPastTheServersGrant) {
   FairLock first(first_client, name, lo), second(second_client, name);
   FairLock(first_client, unique_name("warm-up")).lock();  // loads the scripts; released at once
   own.pause();
-  auto got = std::async(std::launch::async, [&] { return outcome_of([&] { return first.try_lock_for(2200ms); }); });
+  auto got = std::async(std::launch::async, [&] { return outcome_of([&] { return timed_wait(first, 2200ms); }); });
   // The first acquire and its retries time out; from about 1.8 s the retries
   // back off 500 ms: the server comes back, runs the stale acquire (a grant
   // for one lease), and the deadline passes before the next retry.
@@ -78,10 +79,18 @@ TEST(Safety, ATimedWaitThatGaveUpNeverBelievesPastTheServersGrant) {
   const int reported = got.get();
   ASSERT_TRUE(second.try_lock_for(20s)) << "the name was never free again";
   EXPECT_FALSE(first.owns_lock())
-      << "two owners: try_lock_for said " << reported
+      << "two owners: the wait said " << reported
       << " (1 true, 2 false, 5 threw), and it still believes it holds after another client was granted";
   second.unlock();
   (void)first.release();
+}
+
+TEST(Safety, ATimedWaitThatGaveUpNeverBelievesPastTheServersGrant) {
+  gave_up_grant_scenario([](FairLock& lock, milliseconds timeout) { return lock.try_lock_for(timeout); });
+}
+
+TEST(Safety, ATimedFutureThatGaveUpNeverBelievesPastTheServersGrant) {
+  gave_up_grant_scenario([](FairLock& lock, milliseconds timeout) { return lock.lock_future(timeout).get() > 0; });
 }
 
 // What one round of ACancelledWaitNeverTouchesTheNextWaitOfItsObject saw.
