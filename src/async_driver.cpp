@@ -48,9 +48,16 @@ struct AsyncDriver::State {
   std::mutex join_mu;
 
   // One round of the loop's work, taken under the lock.
+  struct Call {
+    Server* server;
+    ScriptCall call;
+    ScriptBatch::OnReply on_reply;
+  };
+  std::vector<Call> calls;  // posted (post_call), sent with the next round
   struct Round {
     std::vector<std::shared_ptr<AsyncWaiter>> waiters;
     std::vector<std::function<void()>> jobs;
+    std::vector<Call> calls;
     std::vector<std::shared_ptr<AsyncWaiter>> dropped;  // stale timers, released unlocked
     bool last = false;
   };
@@ -176,7 +183,7 @@ AsyncDriver::State::Round AsyncDriver::State::take(std::unique_lock<std::mutex>&
       }
       round.dropped.push_back(std::move(t.waiter));
     }
-    if (!ready.empty() || !jobs.empty()) break;
+    if (!ready.empty() || !jobs.empty() || !calls.empty()) break;
     if (stopping) {
       round.last = finished = true;
       return round;
@@ -194,7 +201,24 @@ AsyncDriver::State::Round AsyncDriver::State::take(std::unique_lock<std::mutex>&
   ready.clear();
   for (auto& j : jobs) round.jobs.push_back(std::move(j));
   jobs.clear();
+  round.calls = std::move(calls);
+  calls.clear();
   return round;
+}
+
+void AsyncDriver::post_call(Server& server, ScriptCall call, ScriptBatch::OnReply on_reply) {
+  {
+    std::lock_guard<std::mutex> lk(state_->mu);
+    if (!state_->over()) {
+      start_locked();
+      state_->calls.push_back(State::Call{&server, std::move(call), std::move(on_reply)});
+      state_->cv.notify_one();
+      return;
+    }
+  }
+  ScriptBatch batch;  // stopped: sent here and now
+  batch.add(server, std::move(call), std::move(on_reply));
+  batch.run();
 }
 
 void AsyncDriver::track_deadline(SteadyTime deadline) {
@@ -229,6 +253,7 @@ void AsyncDriver::loop(const std::shared_ptr<State>& s) {
     }
     if (round.last) return;
     ScriptBatch batch;
+    for (auto& c : round.calls) batch.add(*c.server, std::move(c.call), std::move(c.on_reply));
     const auto now = steady_clock::now();
     for (auto& w : round.waiters) {
       try {

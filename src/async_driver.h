@@ -10,13 +10,14 @@
 #include <memory>
 #include <optional>
 
+#include "script_batch.h"
+
 namespace spdlog {
 class logger;
 }
 
 namespace fairlock::detail {
 
-class ScriptBatch;
 using SteadyTime = std::chrono::steady_clock::time_point;
 using Executor = std::function<void(std::function<void()>)>;
 
@@ -48,6 +49,9 @@ class AsyncDriver {
   bool schedule(const std::shared_ptr<AsyncWaiter>& waiter);
   // Runs a job on the async thread (inline once stopped).
   void post(std::function<void()> job);
+  // Sends a script call with the next round's batch (pipelined with the
+  // waits' calls; inline once stopped); `on_reply` runs on the async thread.
+  void post_call(Server& server, ScriptCall call, ScriptBatch::OnReply on_reply);
   // The deadlines of the waits in progress: no round of script calls on the
   // async thread may outlast the earliest of them (a stalled server cuts the
   // round there: the waits past their deadline then time out at once).

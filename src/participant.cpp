@@ -225,16 +225,40 @@ void Participant::leave_within(const std::string& member, std::chrono::milliseco
       [&] { leave_later(member); });
 }
 
-// settle_leave on the async thread, for a wait that has already returned.
+// Leaves the queue in the background, for a wait that has already ended:
+// the cancel (and the release of a grant it finds) ride with the async
+// thread's next round of calls. If they fail too, the entry goes as an
+// abandoned one (see settle_leave).
 void Participant::leave_later(const std::string& member) noexcept {
   client_->session().delist(member);
   try {
-    client_->async().post([self = shared_from_this(), member] {
-      self->settle_leave(member, [&] { return detail::cancel(self->node().server, self->keys_, member, self->permits_); });
-    });
+    client_->async().post_call(node().server, cancel_call(keys_, member, permits_),
+                               [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
+                                 self->left_later(member, reply, error);
+                               });
   } catch (const std::exception& e) {
     client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
   }
+}
+
+void Participant::left_later(const std::string& member, const redisReply* reply, const std::exception_ptr& error) noexcept {
+  try {
+    if (error) std::rethrow_exception(error);
+    if (parse_cancelled(*reply).status != CancelResult::Status::granted) return;
+    client_->async().post_call(node().server, release_call(keys_, member, permits_, true),
+                               [self = shared_from_this()](const redisReply* r, const std::exception_ptr& e) {
+                                 if (e || is_error(*r)) self->log_abandoned("the release of a grant it found failed");
+                               });
+  } catch (const std::exception& e) {
+    log_abandoned(e.what());
+  }
+}
+
+void Participant::log_abandoned(const std::string& why) noexcept {
+  client_->log().warn(
+      "fairlock: could not leave the queue of {} ({}): the entry expires with this process's liveness, a grant "
+      "with its lease",
+      name_, why);
 }
 
 bool Participant::finish_granted(std::unique_lock<std::mutex>& lk) {

@@ -80,6 +80,8 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void give_up(std::unique_lock<std::mutex>& lk, const std::string& member);
   void leave(const std::string& member) noexcept;
   void leave_later(const std::string& member) noexcept;
+  void left_later(const std::string& member, const redisReply* reply, const std::exception_ptr& error) noexcept;
+  void log_abandoned(const std::string& why) noexcept;
   void leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept;
   bool finish_granted(std::unique_lock<std::mutex>& lk);
   WaitContext wait_context(bool watched) const;
@@ -97,7 +99,8 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
     std::optional<SteadyTime> deadline;
   };
   void send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now);
-  void send_leave(ScriptBatch& batch, const std::string& member, std::optional<AsyncWait> wait);
+  void send_give_up(ScriptBatch& batch, const std::string& member, SteadyTime sent);
+  void send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait);
   void on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error, SteadyTime sent);
   bool take_reply(const std::string& member, const std::function<void(std::unique_lock<std::mutex>&)>& take_in);
   void finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result);

@@ -63,15 +63,7 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
     switch (step.kind) {
       case Step::Kind::ask: send_ask(batch, member, step, now); break;
       case Step::Kind::wait: return step.until;
-      case Step::Kind::give_up:
-        // The deadline passed: the wait times out now, whatever the server
-        // does; leaving the queue (and releasing a grant that came
-        // meanwhile) is settled in the background.
-        claim_.on_gave_up(CancelResult{}, now);
-        send_leave(batch, member, std::nullopt);
-        finish_async(lk, AcquireResult::failed_with(
-                             std::make_exception_ptr(TimeoutError("fairlock: " + name_ + ": wait timed out"))));
-        break;
+      case Step::Kind::give_up: send_give_up(batch, member, now); break;
       case Step::Kind::granted:
         if (client_->stopped() || abandoned_) {  // granted as the client or the object goes away: give it back
           finish_async(lk, AcquireResult::failed_with(std::make_exception_ptr(Cancelled(
@@ -130,6 +122,25 @@ void Participant::on_ask_reply(const std::string& member, const redisReply* repl
   leave_later(member);
 }
 
+// The deadline passed: the cancel rides in the batch, whose round the
+// wait's own deadline bounds (AsyncDriver::track_deadline). If the server
+// does not answer in that time, the wait times out all the same and leaving
+// is settled in the background.
+void Participant::send_give_up(ScriptBatch& batch, const std::string& member, SteadyTime sent) {
+  batch.add(node().server, cancel_call(keys_, member, permits_),
+            [self = shared_from_this(), member, sent](const redisReply* reply, const std::exception_ptr& error) {
+              self->take_reply(member, [&](std::unique_lock<std::mutex>& /*locked*/) {
+                CancelResult left;
+                if (error) {
+                  self->leave_later(member);
+                } else {
+                  left = parse_cancelled(*reply);
+                }
+                self->claim_.on_gave_up(left, sent);
+              });
+            });
+}
+
 // A reply to the wait of `member`, if it is still in progress (false
 // otherwise: a later wait of the object never takes an earlier one's
 // reply): `take_in` gives it to the claim (called locked), then the wait is
@@ -148,11 +159,10 @@ bool Participant::take_reply(const std::string& member,
   return true;
 }
 
-// leave() for the async thread: the cancel call rides in the batch. A
-// cancelled wait's callback (`wait`) gets Cancelled once it has run, as a
-// blocking lock() throws Cancelled after leaving; a wait that timed out has
-// had its callback already (none here).
-void Participant::send_leave(ScriptBatch& batch, const std::string& member, std::optional<AsyncWait> wait) {
+// leave() for the async thread: the cancel call rides in the batch; the
+// callback gets Cancelled once it has run, as a blocking lock() throws
+// Cancelled after leaving.
+void Participant::send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait) {
   client_->session().delist(member);
   batch.add(node().server, cancel_call(keys_, member, permits_),
             [self = shared_from_this(), member, wait = std::move(wait)](const redisReply* reply,
@@ -161,10 +171,7 @@ void Participant::send_leave(ScriptBatch& batch, const std::string& member, std:
                 if (error) std::rethrow_exception(error);
                 return parse_cancelled(*reply);
               });
-              if (wait) {
-                self->deliver(std::move(*wait),
-                              AcquireResult::failed_with(std::make_exception_ptr(self->wait_cancelled())));
-              }
+              self->deliver(std::move(wait), AcquireResult::failed_with(std::make_exception_ptr(self->wait_cancelled())));
             });
 }
 

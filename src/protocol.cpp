@@ -200,10 +200,18 @@ Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& a) {
 }
 
 bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first) {
-  std::vector<std::string> args{std::string(member), str(permits)};
-  if (queued_first) args.emplace_back("h");
-  ReplyPtr r = server.run(Script::release, keys, std::move(args));
-  return reply_integer(*r) == 1;
+  return parse_released(*server.run_one(release_call(keys, member, permits, queued_first)));
+}
+
+ScriptCall release_call(const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first) {
+  ScriptCall call{Script::release, &keys, {std::string(member), str(permits)}};
+  if (queued_first) call.args.emplace_back("h");
+  return call;
+}
+
+bool parse_released(const redisReply& r) {
+  if (is_error(r)) throw_reply_error(r, "fairlock release");
+  return reply_integer(r) == 1;
 }
 
 void release_all(Server& server, const std::vector<ReleaseCall>& calls) {

@@ -100,6 +100,8 @@ Acquired parse_acquired(const redisReply& reply);
 // the member queued before it was granted, so its grant is not kept inline
 // (a hint that saves the contended release a command; never trusted).
 bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first);
+ScriptCall release_call(const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first);
+bool parse_released(const redisReply& reply);
 struct ReleaseCall {
   const Keys* keys;
   std::string member;
