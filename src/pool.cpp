@@ -6,8 +6,9 @@
 
 namespace fairlock::detail {
 
-Pool::Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log)
-    : target_(std::move(target)), size_(size), counters_(counters), log_(log) {}
+Pool::Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log,
+           std::function<void(Connection&)> on_open)
+    : target_(std::move(target)), size_(size), counters_(counters), log_(log), on_open_(std::move(on_open)) {}
 
 std::unique_ptr<Connection> Pool::take() {
   std::unique_lock<std::mutex> lk(mu_);
@@ -28,6 +29,7 @@ std::unique_ptr<Connection> Pool::take() {
   lk.unlock();
   try {
     auto c = std::make_unique<Connection>(target_);
+    if (on_open_) on_open_(*c);
     lk.lock();
     if (had_failure_) {
       had_failure_ = false;
