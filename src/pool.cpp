@@ -7,8 +7,9 @@
 
 namespace fairlock::detail {
 
-Pool::Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log)
-    : target_(std::move(target)), size_(size), counters_(counters), log_(log) {}
+Pool::Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log,
+           std::function<void(Connection&)> on_open)
+    : target_(std::move(target)), size_(size), counters_(counters), log_(log), on_open_(std::move(on_open)) {}
 
 namespace {
 // The target, its connect timeout cut to the call's deadline if nearer.
@@ -41,6 +42,7 @@ std::unique_ptr<Connection> Pool::take() {
   lk.unlock();
   try {
     auto c = std::make_unique<Connection>(bounded(target_));
+    if (on_open_) on_open_(*c);
     lk.lock();
     if (had_failure_) {
       had_failure_ = false;

@@ -3,6 +3,7 @@
 // a connection is used by one thread at a time and dropped when it breaks.
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -18,7 +19,10 @@ namespace fairlock::detail {
 
 class Pool {
  public:
-  Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log);
+  // `on_open` runs on each new connection before its first use; what it
+  // throws, the call that needed the connection throws (it is not kept).
+  Pool(Target target, std::size_t size, Counters& counters, spdlog::logger& log,
+       std::function<void(Connection&)> on_open = {});
   template <class F>
   auto with(F&& f) -> decltype(f(std::declval<Connection&>())) {
     std::unique_ptr<Connection> c = take();
@@ -39,6 +43,7 @@ class Pool {
   const std::size_t size_;
   Counters& counters_;
   spdlog::logger& log_;
+  const std::function<void(Connection&)> on_open_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Connection>> idle_;

@@ -17,12 +17,16 @@ std::shared_ptr<const TlsContext> tls_context_for(const Options& o, const Endpoi
   return std::make_shared<const TlsContext>(o.tls);
 }
 
+ServerConfig server_config(const Options& o) {
+  return ServerConfig{o.pool_size, o.use_functions ? ScriptWay::functions : ScriptWay::evalsha,
+                      o.allow_evicting_server};
+}
+
 class StandaloneRouter final : public Router {
  public:
   StandaloneRouter(Target target, const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
                    spdlog::logger& log)
-      : node_(std::move(target), o.pool_size, o.use_functions ? ScriptWay::functions : ScriptWay::evalsha, wake_config,
-              sink, counters, log) {}
+      : node_(std::move(target), server_config(o), wake_config, sink, counters, log) {}
   Node& for_keys(const Keys&) override { return node_; }
   void for_each(const std::function<void(Node&)>& f) override { f(node_); }
 
@@ -32,11 +36,12 @@ class StandaloneRouter final : public Router {
 
 }  // namespace
 
-Node::Node(Target target, std::size_t pool_size, ScriptWay way, const WakeConfig& wake_config, WakeSink& sink,
-           Counters& counters, spdlog::logger& log)
-    : server(std::move(target), pool_size, way, counters, log), wake(server, wake_config, sink, counters, log) {}
+Node::Node(Target target, const ServerConfig& config, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
+           spdlog::logger& log)
+    : server(std::move(target), config, counters, log), wake(server, wake_config, sink, counters, log) {}
 
 Notify Router::start() {
+  for_each([](Node& n) { n.server.open(); });
   Notify mode = Notify::publish;
   bool first = true;
   for_each([&](Node& n) {

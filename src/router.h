@@ -19,8 +19,8 @@ namespace fairlock::detail {
 
 // One server and its wake subscriber.
 struct Node {
-  Node(Target target, std::size_t pool_size, ScriptWay way, const WakeConfig& wake_config, WakeSink& sink,
-       Counters& counters, spdlog::logger& log);
+  Node(Target target, const ServerConfig& config, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
+       spdlog::logger& log);
   Server server;
   Wake wake;
 };
@@ -32,8 +32,9 @@ class Router {
   virtual Node& for_keys(const Keys& keys) = 0;
   virtual void for_each(const std::function<void(Node&)>& f) = 0;
 
-  // Starts every node's subscriber; returns the wake mode in effect on all
-  // of them (poll if any had to fall back).
+  // Opens a connection to every node (which checks the server: throws
+  // EvictionPolicyError), then starts every node's subscriber; returns the
+  // wake mode in effect on all of them (poll if any had to fall back).
   Notify start();
   void stop() noexcept;
 };

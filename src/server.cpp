@@ -2,19 +2,31 @@
 
 #include <spdlog/spdlog.h>
 
+#include "fairlock/errors.h"
+
 namespace fairlock::detail {
 
-Server::Server(Target target, std::size_t pool_size, ScriptWay way, Counters& counters, spdlog::logger& log)
+Server::Server(Target target, const ServerConfig& config, Counters& counters, spdlog::logger& log)
     : target_(std::move(target)),
       counters_(counters),
+      eviction_(target_.endpoint.where(), config.allow_evicting, log),
       scripts_(
-          way, [this] { counters_.add(&Stats::script_reloads); },
+          config.way, [this] { counters_.add(&Stats::script_reloads); },
           [this, &log](const std::string& why) {
             log.warn("fairlock: {}: running the scripts by EVALSHA, not as functions ({})", target_.endpoint.where(),
                      why);
           }),
-      commands_(target_, pool_size, counters, log),
-      heartbeat_(target_, 1, counters, log) {}
+      commands_(target_, config.pool_size, counters, log, [this](Connection& c) { eviction_.check(c); }),
+      heartbeat_(target_, 1, counters, log, [this](Connection& c) { eviction_.check(c); }) {}
+
+void Server::open() {
+  try {
+    commands_.with([](Connection&) { return true; });
+  } catch (const EvictionPolicyError&) {
+    throw;
+  } catch (const Error&) {  // the first call reports it, and checks the connection it opens
+  }
+}
 
 ReplyPtr Server::run(Script s, const Keys& keys, std::vector<std::string> args) {
   ReplyPtr r = run_one(ScriptCall{s, &keys, std::move(args)});

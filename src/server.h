@@ -8,6 +8,7 @@
 
 #include "connection.h"
 #include "counters.h"
+#include "eviction_check.h"
 #include "pool.h"
 #include "protocol.h"
 #include "script_runner.h"
@@ -22,10 +23,21 @@ namespace fairlock::detail {
 // that fill the command pool never delay it.
 enum class Lane { commands, heartbeat };
 
+// How a client uses each server (from its Options).
+struct ServerConfig {
+  std::size_t pool_size;  // command connections
+  ScriptWay way;          // the first way to run the scripts
+  bool allow_evicting;    // Options::allow_evicting_server
+};
+
 class Server {
  public:
-  Server(Target target, std::size_t pool_size, ScriptWay way, Counters& counters, spdlog::logger& log);
+  Server(Target target, const ServerConfig& config, Counters& counters, spdlog::logger& log);
 
+  // Opens a command connection now rather than at the first call, so that
+  // its checks run (EvictionCheck): throws EvictionPolicyError. Any other
+  // failure (unreachable now, a wrong password) is left to the first call.
+  void open();
   // One script call; an error reply is thrown typed (ServerError, ...).
   ReplyPtr run(Script s, const Keys& keys, std::vector<std::string> args);
   // One script call; an error reply is returned in place.
@@ -42,6 +54,7 @@ class Server {
  private:
   const Target target_;
   Counters& counters_;
+  EvictionCheck eviction_;  // before the pools, which run it on each new connection
   ScriptRunner scripts_;
   Pool commands_;
   Pool heartbeat_;

@@ -33,7 +33,7 @@ constexpr int kSoftware = 70;     // any other error
 constexpr int kWaitTimeout = 75;  // --wait ran out before the turn came
 constexpr int kLost = 76;         // the grant was lost while the command ran
 constexpr int kNotFound = 1;      // evict: no such token
-constexpr int kConfig = 78;       // a TLS setup that cannot work
+constexpr int kConfig = 78;       // a TLS setup that cannot work, a server that may evict
 
 const char* const kUsageText = R"(usage: fairlock [--url URL] [--prefix P] COMMAND ...
 
@@ -54,6 +54,9 @@ Options:
                   or unix:///path
                   (default: $FAIRLOCK_URL, else redis://127.0.0.1:6379)
   --prefix P      key prefix (default: fairlock)
+  --allow-evicting-server
+                  go on where Redis's maxmemory-policy may evict the
+                  lock's keys (refused otherwise: status 78)
   --help          this text;  --version  the version
 TLS (as redis-cli --tls; used with rediss:// or --tls; each value also from
 the environment variable named):
@@ -77,8 +80,8 @@ Exit status:
   126/127 if the command cannot be run; 128+N if signal N interrupted the
   wait.
   all: 64 bad usage, 69 Redis unreachable, 70 other errors, 78 a TLS setup
-  that cannot work (certificate not verified, refused, bad file); evict: 1
-  if the token was not found.
+  that cannot work (certificate not verified, refused, bad file) or a server
+  that may evict the lock's keys; evict: 1 if the token was not found.
 )";
 
 // The help of one command: its lines of the usage text, then the options.
@@ -190,7 +193,7 @@ struct Args {
   bool use_tls = false, tls_flags = false;  // --tls; any other TLS flag given
   std::vector<std::string> positional, exec;
   std::map<std::string, std::string> values;
-  bool json = false, kill_on_loss = false, help = false;
+  bool json = false, kill_on_loss = false, help = false, allow_evicting = false;
 };
 
 void tls_from_environment(fairlock::TlsOptions& t) {
@@ -245,6 +248,8 @@ Args parse(int argc, char** argv) {
       a.json = true;
     } else if (s == "--kill-on-loss") {
       a.kill_on_loss = true;
+    } else if (s == "--allow-evicting-server") {
+      a.allow_evicting = true;
     } else if (s == "--tls") {
       a.use_tls = true;
     } else if (s == "--insecure") {
@@ -296,6 +301,7 @@ fairlock::Options client_options(const Args& a, fairlock::Notify notify = fairlo
   if (!tls && a.tls_flags) throw UsageError("TLS options need a rediss:// URL or --tls");
   o.key_prefix = a.prefix;
   o.notify = notify;
+  o.allow_evicting_server = a.allow_evicting;
   return o;
 }
 
@@ -577,6 +583,9 @@ int main(int argc, char** argv) {
   } catch (const fairlock::TlsError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
     return wrong_tls_setup(e) ? kConfig : kUnavailable;
+  } catch (const fairlock::EvictionPolicyError& e) {
+    std::fprintf(stderr, "fairlock: %s (for this command: --allow-evicting-server)\n", e.what());
+    return kConfig;
   } catch (const fairlock::ConnectionError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
     return kUnavailable;

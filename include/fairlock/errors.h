@@ -68,6 +68,16 @@ class ProtocolMismatch : public ServerError {
   using ServerError::ServerError;
 };
 
+// The server's maxmemory-policy may evict the lock's keys: an evicted grant
+// is granted again to the next caller, so two hold it. Checked whenever the
+// client opens a connection to a server (Client's constructor, and each
+// reconnect, e.g. after a restart or failover); what() names the policy
+// and the fix. Options::allow_evicting_server turns it into a log line.
+class EvictionPolicyError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+
 // The grant is gone: its lease expired, it was evicted or its keys deleted.
 // (release() reports this as Released::lost; unlock() never throws.)
 class LockLost : public Error {

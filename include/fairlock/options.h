@@ -78,6 +78,14 @@ struct Options {
   // without functions, or a user not allowed FCALL or FUNCTION LOAD, gets
   // EVALSHA (with one warning in the log).
   bool use_functions = true;
+  // Redis must not evict the lock's keys (maxmemory-policy noeviction): an
+  // evicted grant is granted again, to a second holder. Each command
+  // connection the client opens (at start-up, on every reconnect) reads the
+  // policy (INFO memory, else CONFIG GET); one that can evict with maxmemory
+  // set is refused with EvictionPolicyError (with maxmemory 0, or if neither
+  // command is allowed: a warning in the log). true: go on, with an error in
+  // the log instead.
+  bool allow_evicting_server = false;
   // Log sink; null means silent. The library never uses spdlog's registry.
   std::shared_ptr<spdlog::logger> logger;
   // Where the callbacks of asynchronous calls (lock_async, release_async)
