@@ -216,11 +216,33 @@ class Scenario {
   Proc& proc(const std::string& wid) { return *procs_.at(wid); }
   std::map<std::string, std::unique_ptr<Proc>>& procs() { return procs_; }
 
-  // SIGKILLs a worker and reaps it; returns the recorder time after the kill.
+  // SIGSTOPs a worker; cont() lets it go on. The pause goes into the history
+  // (P wid from to, CLOCK_MONOTONIC read before the stop and after the
+  // resume), where it may explain a belief overlap (history.h).
+  void stop(const std::string& wid) {
+    if (stopped_.count(wid) || !proc(wid).running()) return;
+    stopped_[wid] = mono_us();
+    proc(wid).kill(SIGSTOP);
+  }
+  void cont(const std::string& wid) {
+    auto it = stopped_.find(wid);
+    if (it == stopped_.end()) return;
+    proc(wid).kill(SIGCONT);
+    rec_.rpush(ev_, "P " + wid + " " + std::to_string(it->second) + " " + std::to_string(mono_us()));
+    stopped_.erase(it);
+  }
+  bool stopped(const std::string& wid) const { return stopped_.count(wid) > 0; }
+
+  // SIGKILLs a worker (stopped or not) and reaps it; returns the recorder
+  // time after the kill.
   Micros kill(const std::string& wid) {
     Proc& p = proc(wid);
     p.kill(SIGKILL);
     p.wait_for(10s);
+    if (auto it = stopped_.find(wid); it != stopped_.end()) {
+      rec_.rpush(ev_, "P " + wid + " " + std::to_string(it->second) + " " + std::to_string(mono_us()));
+      stopped_.erase(it);
+    }
     killed_.insert(wid);
     ++kills_;
     return now();
@@ -287,6 +309,7 @@ class Scenario {
   std::unique_ptr<ServerLog> log_;
   std::map<std::string, std::unique_ptr<Proc>> procs_;
   std::set<std::string> killed_;
+  std::map<std::string, Micros> stopped_;  // wid -> CLOCK_MONOTONIC before its SIGSTOP
   int kills_ = 0, faults_ = 0;
   History history_;
 };

@@ -409,6 +409,25 @@ void inline_release(Feed& f, const std::string& member) {
   f.line(true, {"DEL", key("o")});
 }
 
+// The server's own grant of a higher fence before a holder began to
+// release is a takeover too (test_belief.cpp has the clients' evidence):
+// the holder must report the loss.
+TEST(ServerLogReplay, ATakeoverSeenOnlyByTheServerMustBeReportedLost) {
+  Feed f;
+  inline_grant(f, "pb:2", "6");
+  f.log.flush();
+  GrantRec a = grant("1", 5, f.t - 100000, f.t + 5000);  // its release began 5 ms after the server granted 6
+  CheckConfig cfg;
+  cfg.log = &f.log;
+  EXPECT_TRUE(mentions(run({a}, cfg), "grant 1 of n fence 5 was taken over (fence 6"));
+  a.end = f.t;  // its release began first: a handoff, not a takeover
+  EXPECT_TRUE(run({a}, cfg).violations.empty());
+  a.end = f.t + 5000;
+  a.unlock_result = "lost";
+  cfg.allowed_unlock.insert("lost");
+  EXPECT_EQ(run({a}, cfg).taken_over_reported, 1u);
+}
+
 // heartbeat's fast path renews the inline holder (never shortening it).
 // As renew_inline (lua/lib.lua): PTTL, then PEXPIREAT now + lease only when
 // that lengthens the grant (the script saw a shorter PTTL).
