@@ -96,6 +96,7 @@ History History::load(Rec& rec, const std::string& ev) {
         g.m_start = num(f[11]);
         g.m_owned = f[12] == "1";
       }
+      g.shared = f.size() >= 14 && f[13] == "1";
       by_gid[g.gid] = h.grants.size();
       h.grants.push_back(g);
     } else if (t == "E" && f.size() >= 4) {
@@ -235,7 +236,8 @@ CheckResult check(History& h, const CheckConfig& cfg) {
     if (!g.unlock_result.empty()) {
       ++res.outcomes["unlock:" + g.unlock_result];
       if (!cfg.allowed_unlock.count(g.unlock_result)) {
-        bad("unlock of " + g.gid + " (" + g.name + ") ended with '" + g.unlock_result + "'");
+        bad("unlock of " + g.gid + " (" + g.name + ", " + g.op + (g.shared ? " on a shared object" : "") +
+            ") ended with '" + g.unlock_result + "'");
       }
     } else if (!cfg.killed.count(g.wid)) {
       bad("grant " + g.gid + " of " + g.name + " was never unlocked by a worker that was not killed");

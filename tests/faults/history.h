@@ -59,6 +59,7 @@ struct GrantRec {
   // CLOCK_MONOTONIC (-1: not recorded): learned, end of hold, last sample.
   Micros m_start = -1, m_end = -1, m_last = -1;
   bool m_owned = false;  // believed at m_start
+  bool shared = false;   // through an object shared by the threads of its process
   // Derived by check():
   Micros valid_end = -1;            // -1: empty interval
   Micros b_start = -1, b_end = -1;  // the belief interval; b_end -1: empty

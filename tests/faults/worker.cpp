@@ -27,7 +27,7 @@
 // Records (RPUSH ev, space separated; t = recorder TIME microseconds,
 // m = CLOCK_MONOTONIC microseconds, read in this process):
 //   S wid pid cid t
-//   G gid wid name permits fence t_call t_start lease_ms owned_at_start op m_start m_owned
+//   G gid wid name permits fence t_call t_start lease_ms owned_at_start op m_start m_owned shared
 //   E gid t_end owned_at_end m_end            (right before unlock)
 //   U gid result t                            (ok lost conn timeouterr server ...)
 //   L gid t                                   (on_lost callback)
@@ -322,7 +322,7 @@ class Worker {
     rec.rpush(cfg_.ev, "G " + gid + " " + cfg_.wid + " " + p.name + " " + std::to_string(p.permits) + " " +
                            std::to_string(a.fence) + " " + std::to_string(t_call) + " " + std::to_string(t_start) +
                            " " + std::to_string(cfg_.lease) + " " + (owned ? "1" : "0") + " " + op + " " +
-                           std::to_string(a.m_learn) + " " + (a.m_owned ? "1" : "0"));
+                           std::to_string(a.m_learn) + " " + (a.m_owned ? "1" : "0") + " " + (p.shared ? "1" : "0"));
     return gid;
   }
 
