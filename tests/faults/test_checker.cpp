@@ -409,6 +409,32 @@ void inline_release(Feed& f, const std::string& member) {
   f.line(true, {"DEL", key("o")});
 }
 
+// A waiter granted out of q keeps its ticket as its fence; one whose
+// process's liveness had run out queues again with a new ticket (acquire)
+// and may then be granted at once.
+TEST(ServerLogReplay, AGrantWithAnotherTicketIsFlaggedUnlessTheWaiterQueuedAgainAfterItsLiveness) {
+  Feed live;
+  hold(live);
+  queue(live, "pb:2", "2");
+  live.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
+  live.line(true, {"ZREM", key("h"), "pa:1"});  // (pa:1 is live: flagged too)
+  live.line(true, {"ZREM", key("q"), "pb:2"});
+  live.line(true, {"ZADD", key("h"), std::to_string(live.ms() + 1000), "pb:2"});
+  live.line(true, {"HSET", key("g"), "pb:2", "7:" + std::to_string(live.ms())});
+  EXPECT_TRUE(any(live.done(), "pb:2 granted fence 7 but its ticket was 2"));
+  Feed dead;
+  hold(dead);
+  queue(dead, "pb:2", "2");
+  dead.line(false, {"ping"}, dead.t + 2000000);  // pb's liveness and pa:1's lease ran out
+  dead.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
+  dead.line(true, {"ZREM", key("h"), "pa:1"});
+  dead.line(true, {"HDEL", key("g"), "pa:1"});
+  dead.line(true, {"ZREM", key("q"), "pb:2"});
+  dead.line(true, {"ZADD", key("h"), std::to_string(dead.ms() + 1000), "pb:2"});
+  dead.line(true, {"HSET", key("g"), "pb:2", "7:" + std::to_string(dead.ms())});
+  EXPECT_TRUE(dead.done().empty()) << dead.done().front();
+}
+
 // The server's own grant of a higher fence before a holder began to
 // release is a takeover too (test_belief.cpp has the clients' evidence):
 // the holder must report the loss.
