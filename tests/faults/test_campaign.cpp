@@ -227,7 +227,9 @@ TEST(Campaign, RandomFaultsAgainstTheUsersView) {
   std::cout << "[campaign] seed " << seed << ": " << r.grants << " grants (" << r.valid << " believed), " << r.waits
             << " async waits; faults: " << c.faults() << "; overlaps " << r.overlaps << " (+" << r.paused_overlaps
             << " explained by a pause), taken over " << r.taken_over << " (" << r.taken_over_reported
-            << " reported lost); violations" << by_rule(r.violations) << std::endl;
+            << " reported lost); worst overshoot " << static_cast<long>(r.max_overshoot_ms) << " ms (try_lock_for), "
+            << static_cast<long>(r.max_callback_overshoot_ms) << " ms (async); violations" << by_rule(r.violations)
+            << std::endl;
   if (::testing::Test::HasFailure()) std::cout << "[campaign] FAILED: replay with " << replay << std::endl;
   EXPECT_GT(r.valid, 100u);
   EXPECT_GT(r.waits, 20u);
