@@ -242,6 +242,10 @@ CheckResult check(History& h, const CheckConfig& cfg) {
     } else if (!cfg.killed.count(g.wid)) {
       bad("grant " + g.gid + " of " + g.name + " was never unlocked by a worker that was not killed");
     }
+    if (g.op.rfind("phantom:", 0) == 0) {
+      bad("grant " + g.gid + " of " + g.name + " fence " + std::to_string(g.fence) + ": " + g.op.substr(8) +
+          " reported no grant, yet owns_lock() said held after it");
+    }
     // Deadline of timed calls that got the grant.
     if (g.op == "for") ++res.timed_calls;
   }

@@ -30,6 +30,9 @@
 //     fences are for); explained overlaps are counted apart, not failed, and
 //     a correct library shows none (see above);
 //   - fences: never granted twice, and a lock's beliefs begin in fence order;
+//   - a wait that reported no grant leaves owns_lock() false (the worker
+//     records a grant of op "phantom:<op>" when it does not, and holds it
+//     while owns_lock() says so: it takes part in the rules above too);
 //   - every loss is reported: a lock grant taken over before its holder
 //     began to release it (another grant of a higher fence, by the server's
 //     log or by a client's return, at a TIME before the holder's `end`) must

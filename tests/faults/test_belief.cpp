@@ -129,6 +129,16 @@ TEST(Belief, ATakeoverMustBeReportedLost) {
   EXPECT_EQ(handoff.taken_over, 0u);
 }
 
+// A wait that reported no grant while owns_lock() said held: flagged, and
+// its belief overlaps the next holder's.
+TEST(Belief, APhantomGrantIsFlaggedAndTakesPartInMutualExclusion) {
+  GrantRec phantom = belief("1", 1, 100, 300);
+  phantom.op = "phantom:for";
+  auto r = run(of({phantom, belief("2", 2, 200, 400)}));
+  EXPECT_TRUE(mentions(r, "grant 1 of n fence 1: for reported no grant, yet owns_lock() said held after it"));
+  EXPECT_TRUE(mentions(r, "2 holders believed valid at once"));
+}
+
 WaitRec wait(const std::string& id, long timeout_ms, std::vector<std::pair<std::string, Micros>> calls) {
   WaitRec w;
   w.id = id;

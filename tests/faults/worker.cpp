@@ -376,6 +376,7 @@ class Worker {
   std::string wait_id(int tid) { return cfg_.wid + ".a" + std::to_string(tid) + "." + std::to_string(++waits_); }
   void accepted(const std::string& wait, const Participant& p, const std::string& op, Micros m_call, long timeout_ms);
   void hold(Rec& rec, const std::string& gid, Participant& p, std::uint64_t fence, long ms);
+  void probe(Rec& rec, int tid, Participant& p, Micros t_call, const std::string& op);
 
   const Config& cfg_;
   SharedRec shared_;
@@ -528,6 +529,21 @@ void Worker::hold(Rec& rec, const std::string& gid, Participant& p, std::uint64_
   }
 }
 
+// After a wait that reported no grant, owns_lock() must be false (on the
+// thread's own object: a shared one may be held by another thread). If it is
+// true, the user is told both: that is recorded as a grant (op "phantom:op",
+// a violation of its own) and believed while owns_lock() says so (at most
+// 3 s), then released.
+void Worker::probe(Rec& rec, int tid, Participant& p, Micros t_call, const std::string& op) {
+  if (p.shared) return;
+  Attempt a = learned_now(p);
+  if (!a.m_owned) return;
+  std::string gid = on_granted(rec, tid, p, t_call, "phantom:" + op, a);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until && believes(*p.sem, a.fence)) hold(rec, gid, p, a.fence, 20);
+  finish(rec, gid, p, a.fence);
+}
+
 void Worker::loop(int tid) {
   Rec rec(cfg_.rec);
   std::mt19937_64 rng(cfg_.seed * 1000003ULL + static_cast<unsigned long long>(tid));
@@ -569,6 +585,7 @@ void Worker::loop(int tid) {
       finish(rec, gid, p, a.fence);
     } else {
       returned(rec, op, p, t_call, timeout_ms, a.outcome, a.msg);
+      probe(rec, tid, p, t_call, op);
       if (a.outcome != "timeout" && a.outcome != "busy" && a.outcome != "cancelled") {
         std::this_thread::sleep_for(milliseconds(20));  // an error: do not spin
       }
