@@ -715,8 +715,11 @@ void ServerLog::grant(std::int64_t ts, const std::string& name, NameState& st, c
     // ticket, acquire.lua) and may be granted at once.
     auto qr = q_removed_.find(member);
     auto w = removed_w_.find(process_of(member));
-    const bool was_live =
-        qr != q_removed_.end() && w != removed_w_.end() && w->second > static_cast<double>(qr->second.ts / 1000);
+    bool was_live = false;
+    if (qr != q_removed_.end() && w != removed_w_.end()) {
+      const auto left_ms = qr->second.ts / 1000;  // whole ms, floored on purpose
+      was_live = w->second > static_cast<double>(left_ms);
+    }
     if (was_live && qr->second.ticket != static_cast<double>(fence)) {
       violation(name + ": " + member + " granted fence " + std::to_string(fence) + " but its ticket was " +
                 fmt(qr->second.ticket));

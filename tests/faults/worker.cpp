@@ -372,7 +372,7 @@ class Worker {
   Attempt async_wait(int tid, const std::string& op, Participant& p, long timeout_ms, const Rng& rnd);
   Attempt future_wait(int tid, Participant& p, long timeout_ms);
   AcquireCallback callback(const std::string& wait, const std::shared_ptr<AsyncWait>& st,
-                           std::weak_ptr<FairSemaphore> sem);
+                           const std::weak_ptr<FairSemaphore>& sem);
   std::string wait_id(int tid) { return cfg_.wid + ".a" + std::to_string(tid) + "." + std::to_string(++waits_); }
   void accepted(const std::string& wait, const Participant& p, const std::string& op, Micros m_call, long timeout_ms);
   void hold(Rec& rec, const std::string& gid, Participant& p, std::uint64_t fence, long ms);
@@ -421,7 +421,7 @@ Attempt Worker::blocking(const std::string& op, Participant& p, long timeout_ms,
 // The callback of async wait `wait`: records each run (C), hands the first
 // result to the waiting thread.
 AcquireCallback Worker::callback(const std::string& wait, const std::shared_ptr<AsyncWait>& st,
-                                 std::weak_ptr<FairSemaphore> sem) {
+                                 const std::weak_ptr<FairSemaphore>& sem) {
   return [this, wait, st, sem](const AcquireResult& r) {
     Attempt a;
     a.m_learn = faults::mono_us();
