@@ -26,6 +26,8 @@ figures = {
     "bad inputs tried": total(r"(\d+) inputs tried"),
     "ACL permissions shown needed": len([l for l in lines if l.startswith("without '")]),
     "tokens checked": total(r"(\d+) tokens from"),
+    "belief overlaps (user's view)": total(r"; (\d+) belief overlaps"),
+    "async waits checked (callback once)": total(r"; (\d+) async waits, "),
 }
 for line in lines:
     if line.startswith("soak:"):

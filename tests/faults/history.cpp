@@ -13,6 +13,40 @@ const char* kStatNames[] = {"grants",      "waits",           "timeouts",       
                             "lost",        "reconnects",      "script_reloads", "wakes_signal",
                             "wakes_timer", "wakes_heartbeat", "wakes_keyspace", "heartbeats"};
 
+// A, C and P records.
+void load_async_or_pause(History& h, const std::vector<std::string>& f) {
+  const std::string& t = f[0];
+  if (t == "A" && f.size() >= 7) {
+    WaitRec& w = h.waits[f[1]];
+    w.id = f[1];
+    w.wid = f[2];
+    w.name = f[3];
+    w.op = f[4];
+    w.m_call = num(f[5]);
+    w.timeout_ms = std::atol(f[6].c_str());
+  } else if (t == "C" && f.size() >= 4) {
+    WaitRec& w = h.waits[f[1]];
+    w.id = f[1];
+    if (w.wid.empty()) w.wid = f[1].substr(0, f[1].rfind(".a", f[1].rfind('.') - 1));
+    w.calls.emplace_back(f[2], num(f[3]));
+  } else if (t == "P" && f.size() >= 4) {
+    h.pauses.push_back({f[1], num(f[2]), num(f[3])});
+  }
+}
+
+// The belief interval: on CLOCK_MONOTONIC when recorded, else the validity interval.
+void set_belief(GrantRec& g) {
+  if (g.m_start < 0) {
+    g.b_start = g.start;
+    g.b_end = g.valid_end;
+    return;
+  }
+  g.b_start = g.m_start;
+  g.b_end = -1;
+  if (!g.m_owned) return;
+  g.b_end = (g.end >= 0 && g.owned_end && g.m_end >= 0) ? g.m_end : std::max(g.m_start, g.m_last);
+}
+
 std::string cid_of(const std::string& member) {
   auto colon = member.find(':');
   if (member.size() < 2 || colon == std::string::npos) return "";
@@ -58,6 +92,11 @@ History History::load(Rec& rec, const std::string& ev) {
       g.lease_ms = std::atol(f[8].c_str());
       g.owned_start = f[9] == "1";
       g.op = f[10];
+      if (f.size() >= 13) {
+        g.m_start = num(f[11]);
+        g.m_owned = f[12] == "1";
+      }
+      g.shared = f.size() >= 14 && f[13] == "1";
       by_gid[g.gid] = h.grants.size();
       h.grants.push_back(g);
     } else if (t == "E" && f.size() >= 4) {
@@ -65,6 +104,7 @@ History History::load(Rec& rec, const std::string& ev) {
       if (it == by_gid.end()) continue;
       h.grants[it->second].end = num(f[2]);
       h.grants[it->second].owned_end = f[3] == "1";
+      if (f.size() >= 5) h.grants[it->second].m_end = num(f[4]);
     } else if (t == "U" && f.size() >= 4) {
       auto it = by_gid.find(f[1]);
       if (it == by_gid.end()) continue;
@@ -93,11 +133,16 @@ History History::load(Rec& rec, const std::string& ev) {
       for (size_t i = 3; i < f.size(); ++i) w.stats.push_back(std::strtoull(f[i].c_str(), nullptr, 10));
     } else if (t == "X") {
       h.unexpected.push_back(line);
+    } else {
+      load_async_or_pause(h, f);
     }
   }
   for (const auto& [gid, t] : rec.hgetall(ev + ":valid")) {
     auto it = by_gid.find(gid);
-    if (it != by_gid.end()) h.grants[it->second].last_valid = num(t);
+    if (it == by_gid.end()) continue;
+    auto tm = split(t);  // "t m" (older workers: "t")
+    h.grants[it->second].last_valid = num(tm[0]);
+    if (tm.size() > 1) h.grants[it->second].m_last = num(tm[1]);
   }
   return h;
 }
@@ -107,7 +152,10 @@ std::string CheckResult::summary() const {
   o << grants << " grants (" << valid << " with a validity interval, " << linked << " linked to the server's grant, "
     << ambiguous << " across a data loss), " << returns << " calls without a grant, " << timed_calls
     << " timed calls, max concurrent holders " << max_concurrent << ", worst deadline overshoot "
-    << static_cast<long>(max_overshoot_ms) << " ms";
+    << static_cast<long>(max_overshoot_ms) << " ms; " << overlaps << " belief overlaps (" << paused_overlaps
+    << " explained by a test pause); " << taken_over << " lock grants taken over while held (" << taken_over_reported
+    << " reported lost); " << waits << " async waits, " << callbacks << " callback runs, worst callback "
+    << static_cast<long>(max_callback_overshoot_ms) << " ms after its deadline";
   if (!outcomes.empty()) {
     o << "; outcomes:";
     for (auto& [k, v] : outcomes) o << " " << k << "=" << v;
@@ -139,6 +187,7 @@ CheckResult check(History& h, const CheckConfig& cfg) {
       g.valid_end = (g.end >= 0 && g.owned_end) ? g.end : std::max(g.start, g.last_valid);
       ++res.valid;
     }
+    set_belief(g);
     // Epoch: from the server's grant if linked, else from the loss windows.
     g.epoch = 0;
     for (const auto& l : losses) {
@@ -187,10 +236,15 @@ CheckResult check(History& h, const CheckConfig& cfg) {
     if (!g.unlock_result.empty()) {
       ++res.outcomes["unlock:" + g.unlock_result];
       if (!cfg.allowed_unlock.count(g.unlock_result)) {
-        bad("unlock of " + g.gid + " (" + g.name + ") ended with '" + g.unlock_result + "'");
+        bad("unlock of " + g.gid + " (" + g.name + ", " + g.op + (g.shared ? " on a shared object" : "") +
+            ") ended with '" + g.unlock_result + "'");
       }
     } else if (!cfg.killed.count(g.wid)) {
       bad("grant " + g.gid + " of " + g.name + " was never unlocked by a worker that was not killed");
+    }
+    if (g.op.rfind("phantom:", 0) == 0) {
+      bad("grant " + g.gid + " of " + g.name + " fence " + std::to_string(g.fence) + ": " + g.op.substr(8) +
+          " reported no grant, yet owns_lock() said held after it");
     }
     // Deadline of timed calls that got the grant.
     if (g.op == "for") ++res.timed_calls;
@@ -219,88 +273,9 @@ CheckResult check(History& h, const CheckConfig& cfg) {
   for (auto& g : h.grants) {
     if (!g.ambiguous) groups[{g.name, g.epoch}].push_back(&g);
   }
-  for (auto& [key, gs] : groups) {
-    const std::string& name = key.first;
-    std::map<std::uint64_t, const GrantRec*> by_fence;
-    for (auto* g : gs) {
-      auto [it, fresh] = by_fence.emplace(g->fence, g);
-      if (!fresh) {
-        bad(name + ": fence " + std::to_string(g->fence) + " was granted twice: " + it->second->gid + " and " + g->gid);
-      }
-      if (g->fence == 0 || g->fence >= (1ULL << 53))
-        bad(name + ": garbage fence " + std::to_string(g->fence) + " in " + g->gid);
-    }
-    // Sweep over validity intervals.
-    struct Ev {
-      Micros t;
-      int delta;
-      const GrantRec* g;
-    };
-    std::vector<Ev> evs;
-    std::uint32_t permits = gs.front()->permits;
-    std::vector<const GrantRec*> points;  // believed valid at one instant only
-    for (auto* g : gs) {
-      if (g->valid_end < 0) continue;
-      if (g->permits != permits) bad(name + ": grants with different permits");
-      if (g->valid_end <= g->start) {
-        points.push_back(g);
-        continue;
-      }
-      evs.push_back({g->start, +1, g});
-      evs.push_back({g->valid_end, -1, g});
-    }
-    for (auto* p : points) {
-      std::size_t holders = 1;
-      std::string who = " " + p->gid;
-      for (auto* g : gs) {
-        if (g != p && g->valid_end > g->start && g->start < p->start && p->start < g->valid_end) {
-          ++holders;
-          who += " " + g->gid;
-        }
-      }
-      res.max_concurrent = std::max(res.max_concurrent, holders);
-      if (holders > permits) {
-        bad(name + ": " + std::to_string(holders) + " holders believed valid at once for " + std::to_string(permits) +
-            " permit(s):" + who);
-      }
-    }
-    std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
-      if (a.t != b.t) return a.t < b.t;
-      return a.delta < b.delta;  // an end at the same instant comes first
-    });
-    std::set<const GrantRec*> active;
-    for (auto& e : evs) {
-      if (e.delta < 0) {
-        active.erase(e.g);
-        continue;
-      }
-      active.insert(e.g);
-      res.max_concurrent = std::max(res.max_concurrent, active.size());
-      if (active.size() > permits) {
-        std::string who;
-        for (auto* a : active) {
-          who += " " + a->gid + "(fence " + std::to_string(a->fence) + ", " + std::to_string(a->start) + ".." +
-                 std::to_string(a->valid_end) + ")";
-        }
-        bad(name + ": " + std::to_string(active.size()) + " holders believed valid at once for " +
-            std::to_string(permits) + " permit(s):" + who);
-      }
-    }
-    // A lock's valid grants follow one another, so their fences rise in start order.
-    if (permits == 1) {
-      std::vector<const GrantRec*> valid;
-      for (auto* g : gs) {
-        if (g->valid_end >= 0) valid.push_back(g);
-      }
-      std::sort(valid.begin(), valid.end(), [](const GrantRec* a, const GrantRec* b) { return a->start < b->start; });
-      for (size_t i = 1; i < valid.size(); ++i) {
-        if (valid[i]->fence <= valid[i - 1]->fence) {
-          bad(name + ": fence " + std::to_string(valid[i]->fence) + " (" + valid[i]->gid + ") began after fence " +
-              std::to_string(valid[i - 1]->fence) + " (" + valid[i - 1]->gid + ")");
-        }
-      }
-    }
-  }
+  for (auto& [key, gs] : groups) check_beliefs(key.first, gs, h, res, bad);
+  check_takeovers(h, cfg, res, bad);
+  check_callbacks(h, cfg, res, bad);
   return res;
 }
 

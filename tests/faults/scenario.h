@@ -131,6 +131,24 @@ inline void touch_names(test::RedisServer& s, const std::vector<std::pair<std::s
   }
 }
 
+// Kills connections by CLIENT KILL ID: command connections (normal clients
+// other than the MONITOR and ourselves) or subscribers (TYPE pubsub).
+inline int kill_connections(test::RedisServer& s, bool subscribers) {
+  if (subscribers) return std::atoi(s.cmd({"CLIENT", "KILL", "TYPE", "pubsub"}).c_str());
+  int n = 0;
+  for (const auto& line : split(s.cmd({"CLIENT", "LIST", "TYPE", "normal"}), '\n')) {
+    std::string id, flags, cmd;
+    for (const auto& kv : split(line)) {
+      if (kv.rfind("id=", 0) == 0) id = kv.substr(3);
+      if (kv.rfind("flags=", 0) == 0) flags = kv.substr(6);
+      if (kv.rfind("cmd=", 0) == 0) cmd = kv.substr(4);
+    }
+    if (id.empty() || flags.find('O') != std::string::npos || cmd == "client|list" || cmd == "monitor") continue;
+    if (s.cmd({"CLIENT", "KILL", "ID", id}) == "1") ++n;
+  }
+  return n;
+}
+
 // A participant of another (fake) process that speaks the protocol with raw
 // EVALSHA calls, each on a fresh connection (so it is immune to whatever
 // happens to the library's pool). Loads the scripts when needed.
@@ -214,13 +232,64 @@ class Scenario {
     return p;
   }
   Proc& proc(const std::string& wid) { return *procs_.at(wid); }
+  // Client id -> worker id, from the workers' S records.
+  std::map<std::string, std::string> wid_by_cid() {
+    std::map<std::string, std::string> out;
+    for (const auto& line : rec_.lrange(ev_)) {
+      auto f = split(line);
+      if (f.size() >= 4 && f[0] == "S") out[f[3]] = f[1];
+    }
+    return out;
+  }
   std::map<std::string, std::unique_ptr<Proc>>& procs() { return procs_; }
 
-  // SIGKILLs a worker and reaps it; returns the recorder time after the kill.
+  // Who holds and who waits in `names` right now, according to Redis, and
+  // every running worker (worker ids).
+  struct Roles {
+    std::vector<std::string> holders, waiters, alive;
+  };
+  Roles roles(const std::vector<std::string>& names) {
+    Roles r;
+    auto by_cid = wid_by_cid();
+    for (auto& e : entries_of(server_, names, "")) {
+      if (e.suffix == "w") continue;
+      auto it = by_cid.find(e.member.substr(1, e.member.find(':') - 1));
+      if (it == by_cid.end() || !proc(it->second).running()) continue;
+      (e.suffix == "q" ? r.waiters : r.holders).push_back(it->second);  // h or o
+    }
+    for (auto& [wid, p] : procs_) {
+      if (p->running()) r.alive.push_back(wid);
+    }
+    return r;
+  }
+
+  // SIGSTOPs a worker; cont() lets it go on. The pause goes into the history
+  // (P wid from to, CLOCK_MONOTONIC read before the stop and after the
+  // resume), where it may explain a belief overlap (history.h).
+  void stop(const std::string& wid) {
+    if (stopped_.count(wid) || !proc(wid).running()) return;
+    stopped_[wid] = mono_us();
+    proc(wid).kill(SIGSTOP);
+  }
+  void cont(const std::string& wid) {
+    auto it = stopped_.find(wid);
+    if (it == stopped_.end()) return;
+    proc(wid).kill(SIGCONT);
+    rec_.rpush(ev_, "P " + wid + " " + std::to_string(it->second) + " " + std::to_string(mono_us()));
+    stopped_.erase(it);
+  }
+  bool stopped(const std::string& wid) const { return stopped_.count(wid) > 0; }
+
+  // SIGKILLs a worker (stopped or not) and reaps it; returns the recorder
+  // time after the kill.
   Micros kill(const std::string& wid) {
     Proc& p = proc(wid);
     p.kill(SIGKILL);
     p.wait_for(10s);
+    if (auto it = stopped_.find(wid); it != stopped_.end()) {
+      rec_.rpush(ev_, "P " + wid + " " + std::to_string(it->second) + " " + std::to_string(mono_us()));
+      stopped_.erase(it);
+    }
     killed_.insert(wid);
     ++kills_;
     return now();
@@ -287,6 +356,7 @@ class Scenario {
   std::unique_ptr<ServerLog> log_;
   std::map<std::string, std::unique_ptr<Proc>> procs_;
   std::set<std::string> killed_;
+  std::map<std::string, Micros> stopped_;  // wid -> CLOCK_MONOTONIC before its SIGSTOP
   int kills_ = 0, faults_ = 0;
   History history_;
 };

@@ -718,8 +718,17 @@ void ServerLog::grant(std::int64_t ts, const std::string& name, NameState& st, c
     if (fence <= st.last_fence) {
       violation(name + ": fence " + std::to_string(fence) + " granted after fence " + std::to_string(st.last_fence));
     }
+    // A waiter granted out of q keeps its ticket, unless its process's
+    // liveness had run out when it left q: then it queued again (a new
+    // ticket, acquire.lua) and may be granted at once.
     auto qr = q_removed_.find(member);
-    if (qr != q_removed_.end() && qr->second.ticket != static_cast<double>(fence)) {
+    auto w = removed_w_.find(process_of(member));
+    bool was_live = false;
+    if (qr != q_removed_.end() && w != removed_w_.end()) {
+      const auto left_ms = qr->second.ts / 1000;  // whole ms, floored on purpose
+      was_live = w->second > static_cast<double>(left_ms);
+    }
+    if (was_live && qr->second.ticket != static_cast<double>(fence)) {
       violation(name + ": " + member + " granted fence " + std::to_string(fence) + " but its ticket was " +
                 fmt(qr->second.ticket));
     }

@@ -1,6 +1,7 @@
 #include "support.h"
 
 #include <hiredis/hiredis.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -86,6 +87,12 @@ std::string Rec::cmd(const std::vector<std::string>& argv) {
 }
 
 // ---------------------------------------------------------------- misc
+
+Micros mono_us() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<Micros>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;

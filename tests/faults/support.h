@@ -19,8 +19,12 @@ struct redisReply;
 
 namespace fairlock::faults {
 
-// Microseconds, Redis TIME of the recorder.
+// Microseconds: Redis TIME of the recorder, or CLOCK_MONOTONIC (mono_us).
 using Micros = std::int64_t;
+
+// CLOCK_MONOTONIC in microseconds: one clock for every process on the host,
+// never stepped. Belief intervals and test pauses are measured with it.
+Micros mono_us();
 
 class Rec {
  public:

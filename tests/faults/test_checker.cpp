@@ -431,6 +431,51 @@ void inline_release(Feed& f, const std::string& member) {
   f.line(true, {"DEL", key("o")});
 }
 
+// A waiter granted out of q keeps its ticket as its fence; one whose
+// process's liveness had run out queues again with a new ticket (acquire)
+// and may then be granted at once.
+TEST(ServerLogReplay, AGrantWithAnotherTicketIsFlaggedUnlessTheWaiterQueuedAgainAfterItsLiveness) {
+  Feed live;
+  hold(live);
+  queue(live, "pb:2", "2");
+  live.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
+  live.line(true, {"ZREM", key("h"), "pa:1"});  // (pa:1 is live: flagged too)
+  live.line(true, {"ZREM", key("q"), "pb:2"});
+  live.line(true, {"ZADD", key("h"), std::to_string(live.ms() + 1000), "pb:2"});
+  live.line(true, {"HSET", key("g"), "pb:2", "7:" + std::to_string(live.ms())});
+  EXPECT_TRUE(any(live.done(), "pb:2 granted fence 7 but its ticket was 2"));
+  Feed dead;
+  hold(dead);
+  queue(dead, "pb:2", "2");
+  dead.line(false, {"ping"}, dead.t + 2000000);  // pb's liveness and pa:1's lease ran out
+  dead.script(acquire_sha, {"pb:2", "1", "1000", "1000", "q"});
+  dead.line(true, {"ZREM", key("h"), "pa:1"});
+  dead.line(true, {"HDEL", key("g"), "pa:1"});
+  dead.line(true, {"ZREM", key("q"), "pb:2"});
+  dead.line(true, {"ZADD", key("h"), std::to_string(dead.ms() + 1000), "pb:2"});
+  dead.line(true, {"HSET", key("g"), "pb:2", "7:" + std::to_string(dead.ms())});
+  EXPECT_TRUE(dead.done().empty()) << dead.done().front();
+}
+
+// The server's own grant of a higher fence before a holder began to
+// release is a takeover too (test_belief.cpp has the clients' evidence):
+// the holder must report the loss.
+TEST(ServerLogReplay, ATakeoverSeenOnlyByTheServerMustBeReportedLost) {
+  Feed f;
+  inline_grant(f, "pb:2", "6");
+  f.log.flush();
+  GrantRec a = grant("1", 5, f.t - 100000, f.t + 5000);  // its release began 5 ms after the server granted 6
+  CheckConfig cfg;
+  cfg.log = &f.log;
+  EXPECT_TRUE(mentions(run({a}, cfg), "grant 1 of n fence 5 was taken over (fence 6"));
+  a.end = f.t;  // its release began first: a handoff, not a takeover
+  EXPECT_TRUE(run({a}, cfg).violations.empty());
+  a.end = f.t + 5000;
+  a.unlock_result = "lost";
+  cfg.allowed_unlock.insert("lost");
+  EXPECT_EQ(run({a}, cfg).taken_over_reported, 1u);
+}
+
 // heartbeat's fast path renews the inline holder (never shortening it).
 // As renew_inline (lua/lib.lua): PTTL, then PEXPIREAT now + lease only when
 // that lengthens the grant (the script saw a shorter PTTL).

@@ -27,16 +27,6 @@ std::uint64_t fence_in(const std::optional<std::string>& granted) {
   return f.size() >= 3 ? std::strtoull(f[2].c_str(), nullptr, 10) : 0;
 }
 
-// Client ids of the workers of a scenario, from their S records.
-std::map<std::string, std::string> cids(Scenario& sc) {
-  std::map<std::string, std::string> out;
-  for (const auto& line : sc.rec().lrange(sc.ev())) {
-    auto f = split(line);
-    if (f.size() >= 4 && f[0] == "S") out[f[3]] = f[1];  // cid -> wid
-  }
-  return out;
-}
-
 // After the run: once every deadline has passed and each name was touched,
 // no entry of a dead process may remain, and only the fence counters do.
 void expect_clean_end(Scenario& sc, const Names& names, const std::vector<std::string>& dead_cids, long wait_ms) {
@@ -229,19 +219,8 @@ TEST(Faults, ProcessesKilledAtRandomPointsUnderContention) {
   int holder_kills = 0, waiter_kills = 0, any_kills = 0;
   for (int round = 0; std::chrono::steady_clock::now() < end - 500ms && round < 1000; ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(200, 450)(rng)));
-    auto by_cid = cids(sc);
-    // Who holds and who waits right now, according to Redis.
-    std::vector<std::string> holders, waiters, alive;
-    for (auto& e : entries_of(server, {"a", "b", "s"}, "")) {
-      if (e.suffix == "w") continue;
-      std::string cid = e.member.substr(1, e.member.find(':') - 1);
-      auto it = by_cid.find(cid);
-      if (it == by_cid.end() || !sc.proc(it->second).running()) continue;
-      (e.suffix == "q" ? waiters : holders).push_back(it->second);  // h or o
-    }
-    for (auto& [wid, p] : sc.procs()) {
-      if (p->running()) alive.push_back(wid);
-    }
+    auto by_cid = sc.wid_by_cid();
+    auto [holders, waiters, alive] = sc.roles({"a", "b", "s"});
     int kind = round % 3;
     std::vector<std::string>& pool = kind == 0 ? holders : kind == 1 ? waiters : alive;
     if (pool.empty()) continue;
@@ -598,24 +577,6 @@ TEST(Faults, ServerKilledAndRestartedWithPersistence) { restart_scenario(true); 
 
 // ------------------------------------------------------------ connections
 
-// Kills connections by CLIENT KILL ID: command connections (normal clients
-// other than the MONITOR and ourselves) or subscribers (TYPE pubsub).
-int kill_connections(test::RedisServer& s, bool subscribers) {
-  if (subscribers) return std::atoi(s.cmd({"CLIENT", "KILL", "TYPE", "pubsub"}).c_str());
-  int n = 0;
-  for (const auto& line : split(s.cmd({"CLIENT", "LIST", "TYPE", "normal"}), '\n')) {
-    std::string id, flags, cmd;
-    for (const auto& kv : split(line)) {
-      if (kv.rfind("id=", 0) == 0) id = kv.substr(3);
-      if (kv.rfind("flags=", 0) == 0) flags = kv.substr(6);
-      if (kv.rfind("cmd=", 0) == 0) cmd = kv.substr(4);
-    }
-    if (id.empty() || flags.find('O') != std::string::npos || cmd == "client|list" || cmd == "monitor") continue;
-    if (s.cmd({"CLIENT", "KILL", "ID", id}) == "1") ++n;
-  }
-  return n;
-}
-
 // Over TLS, the workers connect to the server's TLS port (the checks and the
 // MONITOR use its plain port).
 void connections_killed_under_load(bool tls) {
@@ -744,7 +705,7 @@ TEST(Faults, ScriptFlushAndFlushallUnderLoad) {
   }
   // The flushes start once every worker has started (its S record), so
   // that they land on running workers however slowly those start.
-  ASSERT_TRUE(eventually([&] { return cids(sc).size() == 3; }, 60s)) << "the workers did not start";
+  ASSERT_TRUE(eventually([&] { return sc.wid_by_cid().size() == 3; }, 60s)) << "the workers did not start";
   int script_flushes = 0, flushalls = 0;
   for (int i = 0; i < 12; ++i) {
     std::this_thread::sleep_for(250ms);
