@@ -167,7 +167,8 @@ bool Claim::on_ask_failed(SteadyTime sent, SteadyTime now, Failure failure) {
   const bool at_deadline = deadline_ && now >= *deadline_;
   // A queued wait whose call may have run ends at its deadline as any other:
   // it times out and leaves the queue (give_up), whatever the server does.
-  const bool times_out = at_deadline && queue_ && failure != Failure::refused && (asked_ || maybe_queued_ || failure == Failure::in_doubt);
+  const bool times_out =
+      at_deadline && queue_ && failure != Failure::refused && (asked_ || maybe_queued_ || failure == Failure::in_doubt);
   if (!may_retry(sent, now, failure) && !times_out) return false;
   retry_at_ = at_deadline ? now : now + backoff_;  // at the deadline: next() gives up at once
   backoff_ = std::min(backoff_ * 2, retry::kMaxBackoff);

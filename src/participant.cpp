@@ -205,8 +205,8 @@ void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& m
     const CallDeadline bound(sent + retry::kGiveUpGrace);
     left = detail::cancel(node().server, keys_, member, permits_);
   } catch (const Error& e) {
-    client_->log().debug("fairlock: leaving the queue of {} at the deadline: {}; settling it in the background",
-                         name_, e.what());
+    client_->log().debug("fairlock: leaving the queue of {} at the deadline: {}; settling it in the background", name_,
+                         e.what());
     leave_later(member);
   }
   lk.lock();
@@ -232,16 +232,18 @@ void Participant::leave_within(const std::string& member, std::chrono::milliseco
 void Participant::leave_later(const std::string& member) noexcept {
   client_->session().delist(member);
   try {
-    client_->async().post_call(node().server, cancel_call(keys_, member, permits_),
-                               [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
-                                 self->left_later(member, reply, error);
-                               });
+    client_->async().post_call(
+        node().server, cancel_call(keys_, member, permits_),
+        [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
+          self->left_later(member, reply, error);
+        });
   } catch (const std::exception& e) {
     client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
   }
 }
 
-void Participant::left_later(const std::string& member, const redisReply* reply, const std::exception_ptr& error) noexcept {
+void Participant::left_later(const std::string& member, const redisReply* reply,
+                             const std::exception_ptr& error) noexcept {
   try {
     if (error) std::rethrow_exception(error);
     if (parse_cancelled(*reply).status != CancelResult::Status::granted) return;

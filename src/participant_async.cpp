@@ -171,7 +171,8 @@ void Participant::send_leave(ScriptBatch& batch, const std::string& member, Asyn
                 if (error) std::rethrow_exception(error);
                 return parse_cancelled(*reply);
               });
-              self->deliver(std::move(wait), AcquireResult::failed_with(std::make_exception_ptr(self->wait_cancelled())));
+              self->deliver(std::move(wait),
+                            AcquireResult::failed_with(std::make_exception_ptr(self->wait_cancelled())));
             });
 }
 

@@ -112,7 +112,7 @@ void release_all(Server& server, const std::vector<ReleaseCall>& calls);
 
 struct CancelResult {
   enum class Status { absent, left, granted } status = Status::absent;
-  std::uint64_t fence = 0;  // granted: handed off while it was giving up
+  std::uint64_t fence = 0;     // granted: handed off while it was giving up
   long long remaining_ms = 0;  // granted: ms from the script's TIME to the grant's deadline
 };
 CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits);

@@ -3,12 +3,12 @@
 // heartbeat that keeps them alive (one pipelined round trip per server per
 // interval, whatever the number of claims). It is also where wake signals
 // land: it routes each one to the claim it names.
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
