@@ -41,7 +41,7 @@ class EvictionCheck {
   void check(Connection& c);
 
  private:
-  std::optional<MemoryPolicy> read(Connection& c, std::string& why_not);
+  static std::optional<MemoryPolicy> read(Connection& c, std::string& why_not);
   void note(bool error, const std::string& message);
 
   const std::string where_;

@@ -134,7 +134,7 @@ TEST(SafetyAsync, ThousandAsyncDeadlinesAreKeptWithTheServerStopped) {
   long_lease.lease = 60s;
   FairLock holder(holders, name, long_lease);
   holder.lock();
-  constexpr int kWaits = 1000;
+  const int kWaits = static_cast<int>(env_or("FAIRLOCK_ASYNC_WAITS", 1000));  // 10000 to measure
   Outcomes out;  // outlives the locks: a callback may run as they go
   std::vector<Clock::time_point> called(kWaits);
   std::vector<milliseconds> took(kWaits, milliseconds(-1));
@@ -160,6 +160,10 @@ TEST(SafetyAsync, ThousandAsyncDeadlinesAreKeptWithTheServerStopped) {
   EXPECT_GE(fastest->count(), 1500);
   EXPECT_LE(slowest->count(), 1500 + 1000)
       << "a callback of lock_async(1.5 s) came after " << slowest->count() << " ms";
+  std::vector<long long> overshoot;
+  for (const milliseconds t : took) overshoot.push_back(t.count() - 1500);
+  std::cout << "[figures] " << kWaits << " x lock_async(1.5 s), server stopped: overshoot " << p50_max(overshoot)
+            << "\n";
 }
 
 // Defect 6c: a timeout of milliseconds::max() does not overflow into the

@@ -1,10 +1,13 @@
 #pragma once
 #include <fairlock/fairlock.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "redis_server.h"
 
@@ -27,6 +30,19 @@ inline Options opts_with_slow_heartbeat(const RedisServer& s, Notify notify = No
   Options o = opts_for(s, notify);
   o.liveness_ttl = std::chrono::seconds(30);
   return o;
+}
+
+// An integer from the environment (a measurement's size), or `fallback`.
+inline long env_or(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atol(v) : fallback;
+}
+
+// "p50 X ms, max Y ms" of durations in ms (sorts them).
+inline std::string p50_max(std::vector<long long> ms) {
+  if (ms.empty()) return "none";
+  std::sort(ms.begin(), ms.end());
+  return "p50 " + std::to_string(ms[ms.size() / 2]) + " ms, max " + std::to_string(ms.back()) + " ms";
 }
 
 // Polls a condition (test-side only) for at most `limit`; true if it held.
