@@ -12,12 +12,15 @@ using std::chrono::steady_clock;
 
 // ---------------------------------------------------------------- a wait
 
-std::optional<std::string> Claim::begin(std::string member, bool queue, std::optional<SteadyTime> deadline,
-                                        const std::string& name) {
+void Claim::begin(std::string member, bool queue, std::optional<SteadyTime> deadline, const std::string& name) {
   if (state_ == State::held) throw std::logic_error("fairlock: " + name + " is already held by this object");
   if (state_ == State::waiting) throw std::logic_error("fairlock: " + name + " is already waiting in another thread");
-  std::optional<std::string> stale;
-  if (state_ == State::lost) stale = member_;  // known lost, but it may linger in Redis
+  // A grant found lost is still the object's until release() takes it: the
+  // thread that holds it will call release() (a guard's unlock()), and
+  // must not release a later wait's grant instead.
+  if (state_ == State::lost) {
+    throw std::logic_error("fairlock: " + name + " holds a grant found lost: release() it before waiting again");
+  }
   state_ = State::waiting;
   member_ = std::move(member);
   queue_ = queue;
@@ -34,7 +37,6 @@ std::optional<std::string> Claim::begin(std::string member, bool queue, std::opt
   backoff_ = retry::kFirstBackoff;
   lost_reason_.clear();
   beat_error_.clear();
-  return stale;
 }
 
 Step Claim::next(SteadyTime now, const WaitContext& ctx) {
@@ -167,7 +169,8 @@ bool Claim::on_ask_failed(SteadyTime sent, SteadyTime now, Failure failure) {
   const bool at_deadline = deadline_ && now >= *deadline_;
   // A queued wait whose call may have run ends at its deadline as any other:
   // it times out and leaves the queue (give_up), whatever the server does.
-  const bool times_out = at_deadline && queue_ && failure != Failure::refused && (asked_ || maybe_queued_ || failure == Failure::in_doubt);
+  const bool times_out =
+      at_deadline && queue_ && failure != Failure::refused && (asked_ || maybe_queued_ || failure == Failure::in_doubt);
   if (!may_retry(sent, now, failure) && !times_out) return false;
   retry_at_ = at_deadline ? now : now + backoff_;  // at the deadline: next() gives up at once
   backoff_ = std::min(backoff_ * 2, retry::kMaxBackoff);

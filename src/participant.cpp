@@ -81,16 +81,10 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
 
 std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool queue) {
   std::string member = new_member(client_->mode(), client_->id(), opts_.lease);
-  std::optional<std::string> stale;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (async_) throw std::logic_error("fairlock: " + name_ + " is already waiting asynchronously");
-    stale = claim_.begin(member, queue, deadline, name_);
-  }
-  if (stale) {
-    client_->session().delist(*stale);
-    const CallDeadline bound(deadline);
-    release_quietly(*stale, false);
+    claim_.begin(member, queue, deadline, name_);
   }
   client_->session().enlist(member, shared_from_this(), opts_.lease);
   return member;
@@ -205,8 +199,8 @@ void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& m
     const CallDeadline bound(sent + retry::kGiveUpGrace);
     left = detail::cancel(node().server, keys_, member, permits_);
   } catch (const Error& e) {
-    client_->log().debug("fairlock: leaving the queue of {} at the deadline: {}; settling it in the background",
-                         name_, e.what());
+    client_->log().debug("fairlock: leaving the queue of {} at the deadline: {}; settling it in the background", name_,
+                         e.what());
     leave_later(member);
   }
   lk.lock();
@@ -232,16 +226,18 @@ void Participant::leave_within(const std::string& member, std::chrono::milliseco
 void Participant::leave_later(const std::string& member) noexcept {
   client_->session().delist(member);
   try {
-    client_->async().post_call(node().server, cancel_call(keys_, member, permits_),
-                               [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
-                                 self->left_later(member, reply, error);
-                               });
+    client_->async().post_call(
+        node().server, cancel_call(keys_, member, permits_),
+        [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
+          self->left_later(member, reply, error);
+        });
   } catch (const std::exception& e) {
     client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
   }
 }
 
-void Participant::left_later(const std::string& member, const redisReply* reply, const std::exception_ptr& error) noexcept {
+void Participant::left_later(const std::string& member, const redisReply* reply,
+                             const std::exception_ptr& error) noexcept {
   try {
     if (error) std::rethrow_exception(error);
     if (parse_cancelled(*reply).status != CancelResult::Status::granted) return;
