@@ -83,17 +83,26 @@ std::optional<Step> Claim::take_signal(SteadyTime now) {
   return std::nullopt;
 }
 
+// The server reads its clock in whole ms (TIME floored: lua/lib.lua), so a
+// deadline it sets n ms from its "now" falls up to 1 ms short of n ms from
+// any later instant, our send time included: every validity loses that step.
+constexpr milliseconds kServerClockStep{1};
+
 // How long a grant handed to this wait inside another call lasts at least,
 // counted from the send time of the last call that saw it still waiting:
 // the server gives it min(our process's liveness deadline, grant time +
-// our lease) (docs/PROTOCOL.md), and both are at least that far from then.
-std::chrono::milliseconds Claim::handoff_validity() const { return std::min(cfg_.lease, cfg_.liveness); }
+// our lease) (docs/PROTOCOL.md), and both are at least that far from then
+// (less the server's clock step).
+std::chrono::milliseconds Claim::handoff_validity() const {
+  return std::min(cfg_.lease, cfg_.liveness) - kServerClockStep;
+}
 
 // A grant the server reported with `remaining_ms` left, in the reply to a
-// call sent at `sent`: valid until sent + remaining_ms, never longer. (The
-// server took its time after we sent, so its deadline is no earlier.)
+// call sent at `sent`: valid until sent + remaining_ms less the server's
+// clock step, never longer. (The server took its time after we sent, so
+// its deadline is no earlier.)
 SteadyTime Claim::server_deadline(SteadyTime sent, long long remaining_ms) {
-  return sent + milliseconds(std::max(0LL, remaining_ms));
+  return sent + milliseconds(std::max(0LL, remaining_ms)) - kServerClockStep;
 }
 
 Step Claim::granted_with(std::uint64_t fence, SteadyTime valid_until) {
