@@ -12,12 +12,15 @@ using std::chrono::steady_clock;
 
 // ---------------------------------------------------------------- a wait
 
-std::optional<std::string> Claim::begin(std::string member, bool queue, std::optional<SteadyTime> deadline,
-                                        const std::string& name) {
+void Claim::begin(std::string member, bool queue, std::optional<SteadyTime> deadline, const std::string& name) {
   if (state_ == State::held) throw std::logic_error("fairlock: " + name + " is already held by this object");
   if (state_ == State::waiting) throw std::logic_error("fairlock: " + name + " is already waiting in another thread");
-  std::optional<std::string> stale;
-  if (state_ == State::lost) stale = member_;  // known lost, but it may linger in Redis
+  // A grant found lost is still the object's until release() takes it: the
+  // thread that holds it will call release() (a guard's unlock()), and
+  // must not release a later wait's grant instead.
+  if (state_ == State::lost) {
+    throw std::logic_error("fairlock: " + name + " holds a grant found lost: release() it before waiting again");
+  }
   state_ = State::waiting;
   member_ = std::move(member);
   queue_ = queue;
@@ -34,7 +37,6 @@ std::optional<std::string> Claim::begin(std::string member, bool queue, std::opt
   backoff_ = retry::kFirstBackoff;
   lost_reason_.clear();
   beat_error_.clear();
-  return stale;
 }
 
 Step Claim::next(SteadyTime now, const WaitContext& ctx) {
@@ -81,17 +83,26 @@ std::optional<Step> Claim::take_signal(SteadyTime now) {
   return std::nullopt;
 }
 
+// The server reads its clock in whole ms (TIME floored: lua/lib.lua), so a
+// deadline it sets n ms from its "now" falls up to 1 ms short of n ms from
+// any later instant, our send time included: every validity loses that step.
+constexpr milliseconds kServerClockStep{1};
+
 // How long a grant handed to this wait inside another call lasts at least,
 // counted from the send time of the last call that saw it still waiting:
 // the server gives it min(our process's liveness deadline, grant time +
-// our lease) (docs/PROTOCOL.md), and both are at least that far from then.
-std::chrono::milliseconds Claim::handoff_validity() const { return std::min(cfg_.lease, cfg_.liveness); }
+// our lease) (docs/PROTOCOL.md), and both are at least that far from then
+// (less the server's clock step).
+std::chrono::milliseconds Claim::handoff_validity() const {
+  return std::min(cfg_.lease, cfg_.liveness) - kServerClockStep;
+}
 
 // A grant the server reported with `remaining_ms` left, in the reply to a
-// call sent at `sent`: valid until sent + remaining_ms, never longer. (The
-// server took its time after we sent, so its deadline is no earlier.)
+// call sent at `sent`: valid until sent + remaining_ms less the server's
+// clock step, never longer. (The server took its time after we sent, so
+// its deadline is no earlier.)
 SteadyTime Claim::server_deadline(SteadyTime sent, long long remaining_ms) {
-  return sent + milliseconds(std::max(0LL, remaining_ms));
+  return sent + milliseconds(std::max(0LL, remaining_ms)) - kServerClockStep;
 }
 
 Step Claim::granted_with(std::uint64_t fence, SteadyTime valid_until) {

@@ -64,10 +64,9 @@ class Claim {
  public:
   Claim(ClaimConfig config, Counters& counters) : cfg_(config), counters_(counters) {}
 
-  // Starts a wait for a fresh member. Throws std::logic_error while held or
-  // waiting. Returns the member of a grant known lost, to release it.
-  std::optional<std::string> begin(std::string member, bool queue, std::optional<SteadyTime> deadline,
-                                   const std::string& name);
+  // Starts a wait for a fresh member. Throws std::logic_error while held,
+  // waiting, or holding a grant found lost that release() has not taken.
+  void begin(std::string member, bool queue, std::optional<SteadyTime> deadline, const std::string& name);
   Step next(SteadyTime now, const WaitContext& ctx);
   // The acquire reply of a call sent at `sent`.
   Effects on_acquired(const Acquired& reply, SteadyTime sent);

@@ -81,16 +81,10 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
 
 std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool queue) {
   std::string member = new_member(client_->mode(), client_->id(), opts_.lease);
-  std::optional<std::string> stale;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (async_) throw std::logic_error("fairlock: " + name_ + " is already waiting asynchronously");
-    stale = claim_.begin(member, queue, deadline, name_);
-  }
-  if (stale) {
-    client_->session().delist(*stale);
-    const CallDeadline bound(deadline);
-    release_quietly(*stale, false);
+    claim_.begin(member, queue, deadline, name_);
   }
   client_->session().enlist(member, shared_from_this(), opts_.lease);
   return member;

@@ -328,6 +328,43 @@ TEST(Safety, AnEvictedNonRenewingHolderLearnsItWithinAHeartbeat) {
   EXPECT_STREQ(name_of(holder.release()), "lost");
 }
 
+// "One object, one wait at a time" with a lost grant: thread A's grant on
+// an object shared by threads is evicted, and the next heartbeat round
+// (liveness 3 s: one a second) finds it lost. Until A's release() takes it,
+// it is still the object's: waits of thread B on the object are refused
+// (std::logic_error), and A's release() says lost. (They were accepted: B
+// was granted, A's release() then released B's grant and said "released",
+// and B's own release() found nothing: the campaign's unlock "notheld".)
+TEST(Safety, ALostGrantOfASharedObjectIsItsHoldersUntilReleased) {
+  Options o = opts_for(server());
+  o.liveness_ttl = 3s;
+  Client client(o), others(opts_for(server()));
+  const std::string name = unique_name("shared-lost");
+  std::atomic<int> lost{0};
+  LockOptions lo;
+  lo.lease = 8s;
+  lo.auto_renew = false;
+  lo.on_lost = [&] { ++lost; };
+  FairLock shared(client, name, lo);
+  shared.lock();  // thread A's grant
+  const QueueState st = others.inspect(name);
+  ASSERT_EQ(st.holders.size(), 1u);
+  ASSERT_EQ(others.evict(name, st.holders[0].token), Evicted::holder);
+  ASSERT_TRUE(eventually([&] { return lost.load() > 0 && !shared.owns_lock(); }, 3500ms)) << "never found lost";
+  const auto in_thread_b = [](const std::function<bool()>& wait) {
+    return std::async(std::launch::async, [&] { return outcome_of(wait); }).get();
+  };
+  EXPECT_EQ(in_thread_b([&] { return shared.try_lock_for(5s); }), 3)
+      << "thread B's try_lock_for was not refused (1 true, 2 false, 4 Cancelled, 5 another error)";
+  EXPECT_EQ(in_thread_b([&] { return shared.lock_future(5s).get() > 0; }), 3)
+      << "thread B's lock_future was not refused (1 granted, 4 Cancelled, 5 another error)";
+  EXPECT_STREQ(name_of(shared.release()), "lost") << "thread A's release() found another grant";
+  EXPECT_EQ(lost.load(), 1);
+  // Released, the object waits again, from any thread.
+  EXPECT_EQ(in_thread_b([&] { return shared.try_lock_for(5s); }), 1);
+  EXPECT_STREQ(name_of(shared.release()), "released");
+}
+
 // Defect 6a: the server stopped mid-wait; try_lock_for(3 s) still returns
 // false at its deadline (not a command_timeout or two later). One run in CI;
 // FAIRLOCK_DEADLINE_RUNS=20 measures the overshoot's p50 and max.

@@ -39,7 +39,8 @@ class FairSemaphore {
   FairSemaphore& operator=(const FairSemaphore&) = delete;
 
   // Waits its turn. Throws Cancelled (cancel(), Client shutdown),
-  // ConnectionError/ServerError, std::logic_error if already held.
+  // ConnectionError/ServerError, std::logic_error if this object already
+  // holds or waits (a grant found lost is held until release() takes it).
   void lock();
   // Takes a permit only if one is free and nobody waits; never queues.
   bool try_lock();
@@ -64,8 +65,8 @@ class FairSemaphore {
   // --- asynchronous (see fairlock/async.h): return at once, no thread waits.
   // Queues like lock(); `done` runs exactly once when the wait ends (see
   // Options::executor for where). Throws at once, without queueing,
-  // std::logic_error if this object already holds or waits, Error once the
-  // client is shut down.
+  // std::logic_error if this object already holds (a lost grant too, until
+  // release()) or waits, Error once the client is shut down.
   AcquireHandle lock_async(AcquireCallback done);
   // The same with a deadline: TimeoutError when it passes (the queue entry
   // is left as try_lock_for leaves it). A timeout <= 0 tries once.
