@@ -150,8 +150,10 @@ void check_callbacks(const History& h, const CheckConfig& cfg, CheckResult& res,
     }
     if (w.timeout_ms < 0) continue;
     const Micros took = w.calls.front().second - w.m_call;
-    res.max_callback_overshoot_ms =
-        std::max(res.max_callback_overshoot_ms, static_cast<double>(took) / 1000.0 - static_cast<double>(w.timeout_ms));
+    const double over = static_cast<double>(took) / 1000.0 - static_cast<double>(w.timeout_ms);
+    note_overshoot(
+        h, {w.wid, w.op, w.name, w.calls.front().first, "", w.timeout_ms, over, w.m_call, w.calls.front().second},
+        res.max_callback_overshoot_ms, res.max_callback_overshoot_unpaused_ms, res);
     if (took > w.timeout_ms * 1000 + cfg.deadline_slack_us) {
       bad("async wait " + id + " (" + w.op + " " + std::to_string(w.timeout_ms) + " ms on " + w.name +
           ") was called back after " + std::to_string(took / 1000) + " ms (" + w.calls.front().first + ")");

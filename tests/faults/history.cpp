@@ -163,6 +163,23 @@ std::string CheckResult::summary() const {
   return o.str();
 }
 
+Micros paused_within(const History& h, const std::string& wid, Micros from, Micros to) {
+  Micros total = 0;
+  for (const auto& p : h.pauses) {
+    if (p.wid != wid) continue;
+    const Micros end = p.to < 0 ? to : std::min(p.to, to);
+    total += std::max<Micros>(0, end - std::max(p.from, from));
+  }
+  return total;
+}
+
+void note_overshoot(const History& h, Overshoot o, double& worst, double& worst_unpaused, CheckResult& res) {
+  o.paused_us = paused_within(h, o.wid, o.m_call, o.m_ret);
+  worst = std::max(worst, o.over_ms);
+  if (o.paused_us == 0) worst_unpaused = std::max(worst_unpaused, o.over_ms);
+  if (o.over_ms > 300) res.overshoots.push_back(o);
+}
+
 CheckResult check(History& h, const CheckConfig& cfg) {
   CheckResult res;
   auto bad = [&](const std::string& s) {
@@ -250,7 +267,8 @@ CheckResult check(History& h, const CheckConfig& cfg) {
     if (g.op == "for") ++res.timed_calls;
   }
 
-  // Calls without a grant.
+  // Calls without a grant; recorder TIME is CLOCK_REALTIME of this host.
+  const Micros mono_offset = realtime_us() - mono_us();
   for (auto& r : h.returns) {
     ++res.returns;
     ++res.outcomes[r.op + ":" + r.outcome];
@@ -259,8 +277,10 @@ CheckResult check(History& h, const CheckConfig& cfg) {
     }
     if (r.op == "for" && r.timeout_ms >= 0) {
       ++res.timed_calls;
-      double over = static_cast<double>(r.t_ret - r.t_call) / 1000.0 - static_cast<double>(r.timeout_ms);
-      res.max_overshoot_ms = std::max(res.max_overshoot_ms, over);
+      const double over = static_cast<double>(r.t_ret - r.t_call) / 1000.0 - static_cast<double>(r.timeout_ms);
+      note_overshoot(
+          h, {r.wid, r.op, r.name, r.outcome, r.msg, r.timeout_ms, over, r.t_call - mono_offset, r.t_ret - mono_offset},
+          res.max_overshoot_ms, res.max_overshoot_unpaused_ms, res);
       if (r.t_ret - r.t_call > r.timeout_ms * 1000 + cfg.deadline_slack_us) {
         bad(r.wid + " try_lock_for(" + std::to_string(r.timeout_ms) + " ms) on " + r.name + " returned after " +
             std::to_string((r.t_ret - r.t_call) / 1000) + " ms (" + r.outcome + ")");

@@ -123,6 +123,14 @@ struct CheckConfig {
   Micros takeover_margin_us = 1000;
 };
 
+struct Overshoot {  // a timed wait that returned more than 300 ms past its deadline
+  std::string wid, op, name, outcome, msg;
+  long timeout_ms = 0;
+  double over_ms = 0;
+  Micros m_call = 0, m_ret = 0;  // CLOCK_MONOTONIC (try_lock_for: from recorder TIME)
+  Micros paused_us = 0;          // of [m_call, m_ret], the caller's process SIGSTOPped
+};
+
 struct CheckResult {
   std::vector<std::string> violations;
   std::size_t grants = 0, valid = 0, linked = 0, ambiguous = 0, timed_calls = 0, returns = 0;
@@ -134,10 +142,18 @@ struct CheckResult {
   std::size_t taken_over = 0, taken_over_reported = 0;  // lock grants taken over while held; reported lost
   std::size_t waits = 0, callbacks = 0;                 // async waits accepted; callback runs
   double max_callback_overshoot_ms = 0;                 // worst timed async callback after its deadline
+  // The same two worsts over waits during which the caller was never paused.
+  double max_overshoot_unpaused_ms = 0, max_callback_overshoot_unpaused_ms = 0;
+  std::vector<Overshoot> overshoots;  // > 300 ms, both kinds
   std::string summary() const;
 };
 
 CheckResult check(History& h, const CheckConfig& cfg);
+
+// How long the test kept `wid` SIGSTOPped within [from, to] (CLOCK_MONOTONIC).
+Micros paused_within(const History& h, const std::string& wid, Micros from, Micros to);
+// Records a timed wait's overshoot (worst, worst unpaused, > 300 ms listed).
+void note_overshoot(const History& h, Overshoot o, double& worst, double& worst_unpaused, CheckResult& res);
 
 // The rules of belief.cpp, run by check() (`bad` records a violation).
 using Bad = std::function<void(const std::string&)>;

@@ -94,6 +94,12 @@ Micros mono_us() {
   return static_cast<Micros>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
+Micros realtime_us() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<Micros>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t pos = 0;

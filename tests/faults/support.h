@@ -25,6 +25,8 @@ using Micros = std::int64_t;
 // CLOCK_MONOTONIC in microseconds: one clock for every process on the host,
 // never stepped. Belief intervals and test pauses are measured with it.
 Micros mono_us();
+// CLOCK_REALTIME in microseconds: the clock of Redis TIME on this host.
+Micros realtime_us();
 
 class Rec {
  public:

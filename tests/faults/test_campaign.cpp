@@ -74,6 +74,13 @@ class Campaign {
   }
   int fault_count(Fault k) const { return count_[k]; }
   Scenario& scenario() { return sc_; }
+  // Faults in CLOCK_MONOTONIC microseconds: kind (and victim), from, to.
+  struct FaultRec {
+    std::string what;
+    Micros from, to;
+  };
+  const std::vector<FaultRec>& fault_log() const { return log_; }
+  std::string notify_of(const std::string& wid) const { return notify_.count(wid) ? notify_.at(wid) : "?"; }
 
  private:
   long rnd(long lo, long hi) { return std::uniform_int_distribution<long>(lo, hi)(rng_); }
@@ -94,12 +101,14 @@ class Campaign {
                                             {"lease=2000", "liveness=1000", "renew=1"}};
     static const char* const notify[] = {"notify=publish", "notify=keyspace", "notify=poll"};
     const auto& setup = setups[rnd(0, 2)];
+    const char* const mode = notify[rnd(0, 2)];
+    notify_["w" + std::to_string(id)] = mode + 7;
     sc_.spawn("w" + std::to_string(id),
               {"locks=cg:a,cg:b", "sems=cg:s:2", "threads=3", "seconds=" + std::to_string(left),
                "seed=" + std::to_string(seed_ % 1000000007ULL + static_cast<unsigned long long>(id)), "hold=0-30",
                "long_hold=5:1200", "for=20-1500", "cancel=100", "gap=0-10",
                "ops=lock:3,for:3,try:1,cancel:1,async:2,asyncfor:2,future:1", "shared=30", "cmd_timeout=1000",
-               "connect_timeout=1000", setup[0], setup[1], setup[2], notify[rnd(0, 2)],
+               "connect_timeout=1000", setup[0], setup[1], setup[2], mode,
                rnd(0, 3) == 0 ? "scripts=evalsha" : "scripts=functions"});
   }
 
@@ -134,6 +143,7 @@ class Campaign {
   void inject(Fault kind) {
     ++count_[kind];
     sc_.fault();
+    log_.push_back({kFaultNames[kind], mono_us(), 0});
     switch (kind) {
       case kStopWorker: stop_worker(); break;
       case kKillWorker: kill_worker(); break;
@@ -155,12 +165,14 @@ class Campaign {
         break;
       case kKinds: break;
     }
+    log_.back().to = mono_us();
   }
 
   void stop_worker() {
     auto roles = sc_.roles(kNames);
     std::string w = victim(rnd(0, 2) ? roles.holders : roles.alive, roles.alive);
     if (w.empty()) return;
+    log_.back().what += " " + w;
     sc_.stop(w);
     resume_at_[w] = Clock::now() + std::chrono::milliseconds(rnd(200, 2500));
   }
@@ -172,6 +184,7 @@ class Campaign {
     if (w.empty()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(rnd(0, 15)));  // anywhere in its cycle
     resume_at_.erase(w);
+    log_.back().what += " " + w;
     sc_.kill(w);
     spawn();
   }
@@ -184,6 +197,8 @@ class Campaign {
   int next_id_ = 0;
   std::map<std::string, Clock::time_point> resume_at_;
   std::array<int, kKinds> count_{};
+  std::vector<FaultRec> log_;
+  std::map<std::string, std::string> notify_;  // by wid
 };
 
 // Violations by rule, for the summary line.
@@ -213,6 +228,23 @@ std::string by_rule(const std::vector<std::string>& violations) {
   return out.empty() ? " none" : out;
 }
 
+// With FAIRLOCK_CAMPAIGN_OVERSHOOTS=1: every overshoot over 300 ms, with the
+// pause of its caller and the faults injected while it waited.
+void print_overshoots(const CheckResult& r, const Campaign& c) {
+  if (env_int("FAIRLOCK_CAMPAIGN_OVERSHOOTS", 0) == 0) return;
+  for (const auto& o : r.overshoots) {
+    std::cout << "[campaign] overshoot " << static_cast<long>(o.over_ms) << " ms: " << o.wid << " " << o.op << "("
+              << o.timeout_ms << " ms, " << c.notify_of(o.wid) << ") on " << o.name << " -> " << o.outcome
+              << (o.msg.empty() ? "" : " (" + o.msg + ")") << ", caller paused " << o.paused_us / 1000
+              << " ms; faults:";
+    for (const auto& f : c.fault_log()) {
+      if (f.to < o.m_call - 200000 || f.from > o.m_ret) continue;
+      std::cout << " [" << f.what << " " << (f.from - o.m_call) / 1000 << ".." << (f.to - o.m_call) / 1000 << "]";
+    }
+    std::cout << " (ms from the call, which took " << (o.m_ret - o.m_call) / 1000 << ")" << std::endl;
+  }
+}
+
 TEST(Campaign, RandomFaultsAgainstTheUsersView) {
   const auto seed = static_cast<unsigned long long>(
       env_int("FAIRLOCK_CAMPAIGN_SEED", std::chrono::system_clock::now().time_since_epoch().count() % 1000000000));
@@ -228,8 +260,11 @@ TEST(Campaign, RandomFaultsAgainstTheUsersView) {
             << " async waits; faults: " << c.faults() << "; overlaps " << r.overlaps << " (+" << r.paused_overlaps
             << " explained by a pause), taken over " << r.taken_over << " (" << r.taken_over_reported
             << " reported lost); worst overshoot " << static_cast<long>(r.max_overshoot_ms) << " ms (try_lock_for), "
-            << static_cast<long>(r.max_callback_overshoot_ms) << " ms (async); violations" << by_rule(r.violations)
+            << static_cast<long>(r.max_callback_overshoot_ms) << " ms (async), caller never paused "
+            << static_cast<long>(r.max_overshoot_unpaused_ms) << " ms, "
+            << static_cast<long>(r.max_callback_overshoot_unpaused_ms) << " ms; violations" << by_rule(r.violations)
             << std::endl;
+  print_overshoots(r, c);
   if (::testing::Test::HasFailure()) std::cout << "[campaign] FAILED: replay with " << replay << std::endl;
   EXPECT_GT(r.valid, 100u);
   EXPECT_GT(r.waits, 20u);
