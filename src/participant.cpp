@@ -64,7 +64,7 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
   const auto self = shared_from_this();
   const std::string member = start_wait(deadline, queue);
   Wake& wake = node().wake;
-  const bool watched = queue && client_->mode() == Notify::keyspace && wake.watch(name_);
+  const bool watched = queue && client_->mode() == Notify::keyspace && watch_within(wake, deadline);
   struct Unwatch {
     Wake& wake;
     const std::string& name;
@@ -77,6 +77,14 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
     }
   } unwatch{wake, name_, watched};
   return drive(member, watched);
+}
+
+// Subscribes to the name's wake channel, waiting for the confirmation no
+// longer than the wait's deadline (a stopped server never confirms): false
+// if unconfirmed, and the wait polls.
+bool Participant::watch_within(Wake& wake, std::optional<SteadyTime> deadline) {
+  const CallDeadline bound(deadline);
+  return wake.watch(name_);
 }
 
 std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool queue) {

@@ -63,6 +63,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   std::optional<std::string> on_shutdown() override;
 
  private:
+  bool watch_within(Wake& wake, std::optional<SteadyTime> deadline);
   std::string start_wait(std::optional<SteadyTime> deadline, bool queue);
   bool drive(const std::string& member, bool watched);
   void ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step);

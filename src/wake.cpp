@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "call_deadline.h"
 #include "fairlock/errors.h"
 #include "protocol.h"
 #include "server.h"
@@ -115,7 +116,8 @@ bool Wake::watch(const std::string& name, bool wait) {
   if (!confirmed_.count(channel)) {
     poke();
     if (!wait) return false;
-    if (!cv_.wait_for(lk, config_.confirm_timeout, [&] { return confirmed_.count(channel) > 0 || stopping_.load(); })) {
+    const auto limit = CallDeadline::bound(config_.confirm_timeout);  // a timed wait's deadline comes first
+    if (!cv_.wait_for(lk, limit, [&] { return confirmed_.count(channel) > 0 || stopping_.load(); })) {
       log_.warn("fairlock: keyspace subscription for {} not confirmed; this wait polls", name);
     }
   }

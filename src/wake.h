@@ -57,7 +57,8 @@ class Wake {
   // Signals arrive now: a waiter may sleep on them (with a bounded timer).
   bool signals_ok() const { return signals_ok_.load(); }
   // Keyspace mode: subscribe to the name's wake channel; true once confirmed
-  // (waits up to confirm_timeout for that unless `wait` is false).
+  // (waits up to confirm_timeout for that unless `wait` is false; less if
+  // the calling thread's CallDeadline is nearer: the wait then polls).
   bool watch(const std::string& name, bool wait = true);
   // The name's wake channel is subscribed now.
   bool watching(const std::string& name);

@@ -451,5 +451,25 @@ TEST(Safety, ALeaseTooShortToRenewIsRefused) {
   lock.unlock();
 }
 
+// Defect 6c: with keyspace notifications, a wait on a name not yet
+// subscribed waits for the subscription's confirmation; with the server
+// stopped that took connect_timeout (2 s), whatever the wait's deadline.
+// try_lock_for(200 ms) ends by its deadline + 100 ms (1 s of margin).
+TEST(Safety, TryLockForKeepsItsDeadlineWhileItsKeyspaceSubscriptionIsUnconfirmed) {
+  RedisServer own({"--notify-keyspace-events", "K$"});
+  Client client(opts_for(own, Notify::keyspace));
+  FairLock(client, unique_name("warm-up")).lock();  // scripts loaded, subscriber connected; released at once
+  FairLock waiter(client, unique_name("deadline-unconfirmed"));
+  own.pause();
+  const auto t0 = Clock::now();
+  const int outcome = outcome_of([&] { return waiter.try_lock_for(200ms); });
+  const milliseconds took = since(t0);
+  own.resume();
+  EXPECT_TRUE(outcome == 2 || outcome == 5) << "1 true, 2 false, 5 threw";
+  EXPECT_GE(took.count(), 200);
+  EXPECT_LE(took.count(), 200 + 1000) << "try_lock_for(200 ms) returned after " << took.count() << " ms";
+  std::cout << "[figures] try_lock_for(200 ms), keyspace, server stopped before the wait: " << took.count() << " ms\n";
+}
+
 }  // namespace
 }  // namespace fairlock::test
