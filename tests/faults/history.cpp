@@ -125,6 +125,10 @@ History History::load(Rec& rec, const std::string& ev) {
       r.timeout_ms = std::atol(f[7].c_str());
       r.outcome = f[8];
       r.msg = f.size() > 9 ? f[9] : "";
+      if (f.size() >= 12) {
+        r.m_call = num(f[10]);
+        r.m_ret = num(f[11]);
+      }
       h.returns.push_back(r);
     } else if (t == "D" && f.size() >= 3) {
       WorkerRec& w = h.workers[f[1]];
@@ -177,7 +181,7 @@ void note_overshoot(const History& h, Overshoot o, double& worst, double& worst_
   o.paused_us = paused_within(h, o.wid, o.m_call, o.m_ret);
   worst = std::max(worst, o.over_ms);
   if (o.paused_us == 0) worst_unpaused = std::max(worst_unpaused, o.over_ms);
-  if (o.over_ms > 300) res.overshoots.push_back(o);
+  if (std::max(o.over_ms, o.rec_over_ms) > 300) res.overshoots.push_back(o);
 }
 
 CheckResult check(History& h, const CheckConfig& cfg) {
@@ -277,10 +281,13 @@ CheckResult check(History& h, const CheckConfig& cfg) {
     }
     if (r.op == "for" && r.timeout_ms >= 0) {
       ++res.timed_calls;
-      const double over = static_cast<double>(r.t_ret - r.t_call) / 1000.0 - static_cast<double>(r.timeout_ms);
-      note_overshoot(
-          h, {r.wid, r.op, r.name, r.outcome, r.msg, r.timeout_ms, over, r.t_call - mono_offset, r.t_ret - mono_offset},
-          res.max_overshoot_ms, res.max_overshoot_unpaused_ms, res);
+      // Measured around the call itself when recorded (not the recorder's round trips).
+      const bool mono = r.m_call >= 0 && r.m_ret >= r.m_call;
+      const Micros from = mono ? r.m_call : r.t_call - mono_offset, to = mono ? r.m_ret : r.t_ret - mono_offset;
+      const double over = static_cast<double>(to - from) / 1000.0 - static_cast<double>(r.timeout_ms);
+      const double rec_over = static_cast<double>(r.t_ret - r.t_call) / 1000.0 - static_cast<double>(r.timeout_ms);
+      note_overshoot(h, {r.wid, r.op, r.name, r.outcome, r.msg, r.timeout_ms, over, from, to, 0, rec_over},
+                     res.max_overshoot_ms, res.max_overshoot_unpaused_ms, res);
       if (r.t_ret - r.t_call > r.timeout_ms * 1000 + cfg.deadline_slack_us) {
         bad(r.wid + " try_lock_for(" + std::to_string(r.timeout_ms) + " ms) on " + r.name + " returned after " +
             std::to_string((r.t_ret - r.t_call) / 1000) + " ms (" + r.outcome + ")");

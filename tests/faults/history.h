@@ -76,6 +76,7 @@ struct ReturnRec {  // a call that returned without a grant
   std::uint32_t permits = 1;
   Micros t_call = 0, t_ret = 0;
   long timeout_ms = -1;
+  Micros m_call = -1, m_ret = -1;  // CLOCK_MONOTONIC around the call itself (-1: not recorded)
 };
 
 struct PauseRec {  // the test SIGSTOPped wid in [from, to] (CLOCK_MONOTONIC; to -1: never resumed)
@@ -129,6 +130,7 @@ struct Overshoot {  // a timed wait that returned more than 300 ms past its dead
   double over_ms = 0;
   Micros m_call = 0, m_ret = 0;  // CLOCK_MONOTONIC (try_lock_for: from recorder TIME)
   Micros paused_us = 0;          // of [m_call, m_ret], the caller's process SIGSTOPped
+  double rec_over_ms = 0;        // try_lock_for: by recorder TIME read around it (its round trips included)
 };
 
 struct CheckResult {

@@ -235,8 +235,9 @@ void print_overshoots(const CheckResult& r, const Campaign& c) {
   for (const auto& o : r.overshoots) {
     std::cout << "[campaign] overshoot " << static_cast<long>(o.over_ms) << " ms: " << o.wid << " " << o.op << "("
               << o.timeout_ms << " ms, " << c.notify_of(o.wid) << ") on " << o.name << " -> " << o.outcome
-              << (o.msg.empty() ? "" : " (" + o.msg + ")") << ", caller paused " << o.paused_us / 1000
-              << " ms; faults:";
+              << (o.msg.empty() ? "" : " (" + o.msg + ")") << ", caller paused " << o.paused_us / 1000 << " ms"
+              << (o.op == "for" ? "; by recorder TIME " + std::to_string(static_cast<long>(o.rec_over_ms)) + " ms" : "")
+              << "; faults:";
     for (const auto& f : c.fault_log()) {
       if (f.to < o.m_call - 200000 || f.from > o.m_ret) continue;
       std::cout << " [" << f.what << " " << (f.from - o.m_call) / 1000 << ".." << (f.to - o.m_call) / 1000 << "]";

@@ -31,7 +31,8 @@
 //   E gid t_end owned_at_end m_end            (right before unlock)
 //   U gid result t                            (ok lost conn timeouterr server ...)
 //   L gid t                                   (on_lost callback)
-//   R wid op name permits t_call t_ret timeout_ms outcome message
+//   R wid op name permits t_call t_ret timeout_ms outcome message m_call m_ret
+//                                             (m: around a blocking call; else -1)
 //   A wait wid name op m_call timeout_ms      (an async wait that was accepted)
 //   C wait outcome m                          (each run of its callback; "granted")
 //   D wid t grants waits timeouts cancels lost reconnects script_reloads
@@ -244,8 +245,9 @@ struct Attempt {
   bool granted = false;
   std::uint64_t fence = 0;
   std::string outcome, msg;
-  Micros m_learn = -1;   // CLOCK_MONOTONIC when the user learned the grant
-  bool m_owned = false;  // owns_lock() (and the fence) confirmed it after m_learn
+  Micros m_learn = -1;             // CLOCK_MONOTONIC when the user learned the grant
+  bool m_owned = false;            // owns_lock() (and the fence) confirmed it after m_learn
+  Micros m_call = -1, m_ret = -1;  // CLOCK_MONOTONIC around a blocking call
 };
 
 // An asynchronous wait's result, handed from its callback to the waiting thread.
@@ -352,10 +354,11 @@ class Worker {
   }
 
   void returned(Rec& rec, const std::string& op, const Participant& p, Micros t_call, long timeout_ms,
-                const std::string& outcome, const std::string& msg) {
+                const Attempt& a) {
     rec.rpush(cfg_.ev, "R " + cfg_.wid + " " + op + " " + p.name + " " + std::to_string(p.permits) + " " +
                            std::to_string(t_call) + " " + std::to_string(rec.time_us()) + " " +
-                           std::to_string(timeout_ms) + " " + outcome + " " + clean(msg));
+                           std::to_string(timeout_ms) + " " + a.outcome + " " + clean(a.msg) + " " +
+                           std::to_string(a.m_call) + " " + std::to_string(a.m_ret));
   }
 
   void unexpected(const std::string& what) { shared_.rpush(cfg_.ev, "X " + cfg_.wid + " " + clean(what)); }
@@ -394,6 +397,7 @@ class Worker {
 // lock(), try_lock_for(), try_lock(), or lock() cancelled from another thread.
 Attempt Worker::blocking(const std::string& op, Participant& p, long timeout_ms, const Rng& rnd) {
   Attempt a;
+  const Micros m_call = faults::mono_us();
   std::thread canceller;
   try {
     bool granted = false;
@@ -420,6 +424,8 @@ Attempt Worker::blocking(const std::string& op, Participant& p, long timeout_ms,
   } catch (...) {
     a.outcome = failed_kind(p, std::current_exception(), a.msg);
   }
+  a.m_ret = faults::mono_us();
+  a.m_call = m_call;
   if (canceller.joinable()) canceller.join();
   return a;
 }
@@ -590,7 +596,7 @@ void Worker::loop(int tid) {
       hold(rec, gid, p, a.fence, ms);
       finish(rec, gid, p, a.fence);
     } else {
-      returned(rec, op, p, t_call, timeout_ms, a.outcome, a.msg);
+      returned(rec, op, p, t_call, timeout_ms, a);
       probe(rec, tid, p, t_call, op);
       if (a.outcome != "timeout" && a.outcome != "busy" && a.outcome != "cancelled") {
         std::this_thread::sleep_for(milliseconds(20));  // an error: do not spin
@@ -661,7 +667,7 @@ void Worker::commands() {
         samplers[p.name] = std::move(s);
         say("granted " + p.name + " " + std::to_string(a.fence) + " " + gid);
       } else {
-        returned(rec, cmd, p, t_call, timeout_ms, outcome, a.msg);
+        returned(rec, cmd, p, t_call, timeout_ms, a);
         say((outcome == "timeout" || outcome == "busy" ? outcome : "error " + outcome) + " " + p.name + " " +
             clean(a.msg));
       }
