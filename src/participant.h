@@ -105,7 +105,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error, SteadyTime sent);
   bool take_reply(const std::string& member, const std::function<void(std::unique_lock<std::mutex>&)>& take_in);
   void finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result);
-  AsyncWait end_async(std::unique_lock<std::mutex>& lk);
+  AsyncWait end_async(std::unique_lock<std::mutex>& lk, bool untrack = true);
   void deliver(AsyncWait wait, const AcquireResult& result);
   void fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error);
 

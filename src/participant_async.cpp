@@ -84,7 +84,9 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
       }
       case Step::Kind::cancelled:
         claim_.finish_cancelled();
-        send_leave(batch, member, end_async(lk));  // the callback runs once the queue is left
+        // The callback runs once the queue is left; the wait's deadline still
+        // bounds that (a stalled server), so it stays tracked until then.
+        send_leave(batch, member, end_async(lk, false));
         break;
     }
   } catch (...) {
@@ -167,10 +169,14 @@ void Participant::send_leave(ScriptBatch& batch, const std::string& member, Asyn
   batch.add(node().server, cancel_call(keys_, member, permits_),
             [self = shared_from_this(), member, wait = std::move(wait)](const redisReply* reply,
                                                                         const std::exception_ptr& error) mutable {
-              self->settle_leave(member, [&] {
-                if (error) std::rethrow_exception(error);
-                return parse_cancelled(*reply);
-              });
+              self->settle_leave(
+                  member,
+                  [&] {
+                    if (error) std::rethrow_exception(error);
+                    return parse_cancelled(*reply);
+                  },
+                  [&] { self->leave_later(member); });
+              if (wait.deadline) self->client_->async().untrack_deadline(*wait.deadline);
               self->deliver(std::move(wait),
                             AcquireResult::failed_with(std::make_exception_ptr(self->wait_cancelled())));
             });
@@ -185,11 +191,12 @@ void Participant::finish_async(std::unique_lock<std::mutex>& lk, const AcquireRe
   lk.lock();
 }
 
-// Takes the wait out (a later wait of the object may begin at once).
-Participant::AsyncWait Participant::end_async(std::unique_lock<std::mutex>& /*locked*/) {
+// Takes the wait out (a later wait of the object may begin at once), and
+// its deadline with it unless `untrack` is false (the caller untracks it).
+Participant::AsyncWait Participant::end_async(std::unique_lock<std::mutex>& /*locked*/, bool untrack) {
   AsyncWait wait = std::move(*async_);
   async_.reset();
-  if (wait.deadline) client_->async().untrack_deadline(*wait.deadline);
+  if (untrack && wait.deadline) client_->async().untrack_deadline(*wait.deadline);
   return wait;
 }
 

@@ -166,6 +166,34 @@ TEST(SafetyAsync, ThousandAsyncDeadlinesAreKeptWithTheServerStopped) {
             << "\n";
 }
 
+// A timed async wait cancelled while the server is stopped: its Cancelled
+// callback comes by its deadline (+ margin), not when the server answers
+// the leave (command_timeout 5 s here, so the two cannot be confused).
+TEST(SafetyAsync, ACancelledTimedWaitEndsByItsDeadlineWithTheServerStopped) {
+  RedisServer own;
+  Options slow = opts_for(own);
+  slow.command_timeout = 5s;
+  Client holders(opts_for(own)), waiters(slow);
+  const std::string name = unique_name("cancelled-stopped");
+  LockOptions long_lease;
+  long_lease.lease = 60s;
+  FairLock holder(holders, name, long_lease), waiter(waiters, name);
+  holder.lock();
+  Outcomes out;  // outlives the lock
+  const auto called = Clock::now();
+  AcquireHandle handle = waiter.lock_async(1500ms, [&](const AcquireResult& r) { out.record(0, r); });
+  ASSERT_TRUE(eventually([&] { return zcard(own, name, "q") == 1; }));
+  own.pause();
+  handle.cancel();
+  const bool ended = out.wait_total(1, 10s);
+  const milliseconds took = since(called);
+  own.resume();
+  ASSERT_TRUE(ended || out.wait_total(1, 30s));
+  std::lock_guard<std::mutex> lk(out.mu);
+  EXPECT_EQ(out.cancelled, 1);
+  EXPECT_LE(took.count(), 1500 + 1000) << "the Cancelled callback came " << took.count() << " ms after the call";
+}
+
 // Defect 6c: a timeout of milliseconds::max() does not overflow into the
 // past: lock_async, lock_future and try_lock_for wait as lock() does, until
 // the holder unlocks.
