@@ -38,6 +38,7 @@ std::unique_ptr<Connection> Pool::take() {
     had_failure_ = true;
     log_.info("fairlock: an idle redis connection was closed by the server; reconnecting");
   }
+  if (CallDeadline::passed()) throw TimeoutError("fairlock: the call's deadline passed before a connection was open");
   ++open_;
   lk.unlock();
   try {
@@ -55,6 +56,8 @@ std::unique_ptr<Connection> Pool::take() {
     --open_;
     had_failure_ = true;
     cv_.notify_one();
+    // Cut by the call's deadline, not refused: the server may be fine.
+    if (CallDeadline::passed()) throw TimeoutError("fairlock: no connection open before the call's deadline");
     throw;
   }
 }
