@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "call_deadline.h"
+#include "deadline_keeper.h"
 #include "retry_policy.h"
 #include "script_batch.h"
 
@@ -40,6 +41,10 @@ struct AsyncDriver::State {
   std::deque<std::function<void()>> jobs;
   std::multiset<SteadyTime> deadlines;  // of the waits in progress (track_deadline)
   std::chrono::milliseconds round_limit{0};
+  std::shared_ptr<DeadlineKeeper> keeper;
+  // The bound of the round of calls in progress: a wait with an earlier
+  // deadline that begins meanwhile brings it nearer (track_deadline).
+  std::shared_ptr<MovableDeadline> round_deadline = std::make_shared<MovableDeadline>();
   bool started = false;
   bool stopping = false;
   bool finished = false;      // the loop has ended: nothing scheduled now would run
@@ -62,7 +67,7 @@ struct AsyncDriver::State {
     bool last = false;
   };
   Round take(std::unique_lock<std::mutex>& lk);
-  SteadyTime round_bound();
+  void begin_round();
   // Nothing scheduled now would run: the loop has ended, or it was stopped
   // before it ever started (and must not start after stop()).
   bool over() const { return finished || (stopping && !started); }
@@ -74,10 +79,12 @@ struct AsyncDriver::State {
   }
 };
 
-AsyncDriver::AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds round_limit)
+AsyncDriver::AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds round_limit,
+                         std::shared_ptr<DeadlineKeeper> keeper)
     : state_(std::make_shared<State>()) {
   state_->executor = std::move(executor);
   state_->round_limit = round_limit;
+  state_->keeper = std::move(keeper);
   state_->log = std::move(log);
 }
 
@@ -224,6 +231,7 @@ void AsyncDriver::post_call(Server& server, ScriptCall call, ScriptBatch::OnRepl
 void AsyncDriver::track_deadline(SteadyTime deadline) {
   std::lock_guard<std::mutex> lk(state_->mu);
   state_->deadlines.insert(deadline);
+  state_->keeper->lower(state_->round_deadline, deadline + retry::kGiveUpGrace);
 }
 
 void AsyncDriver::untrack_deadline(SteadyTime deadline) {
@@ -234,14 +242,14 @@ void AsyncDriver::untrack_deadline(SteadyTime deadline) {
 
 // How long this round's calls may take: until the earliest deadline of a
 // wait in progress (and a grace), so that a stalled server never holds the
-// thread, and with it every other wait's deadline, past it; and one
-// round_limit (command_timeout) for the whole round, however many chunks
-// its calls take.
-SteadyTime AsyncDriver::State::round_bound() {
-  const SteadyTime limit = steady_clock::now() + round_limit;
-  std::lock_guard<std::mutex> lk(mu);
-  if (deadlines.empty()) return limit;
-  return std::min(limit, *deadlines.begin() + retry::kGiveUpGrace);
+// thread, and with it every other wait's deadline, past it, including the
+// deadlines of waits that begin during the round; and one round_limit
+// (command_timeout) for the whole round, however many chunks its calls take.
+void AsyncDriver::State::begin_round() {
+  SteadyTime bound = steady_clock::now() + round_limit;
+  std::lock_guard<std::mutex> lk(mu);  // a deadline tracked now is in `deadlines` or lowers the round
+  if (!deadlines.empty()) bound = std::min(bound, *deadlines.begin() + retry::kGiveUpGrace);
+  round_deadline->begin(bound);
 }
 
 void AsyncDriver::loop(const std::shared_ptr<State>& s) {
@@ -262,8 +270,12 @@ void AsyncDriver::loop(const std::shared_ptr<State>& s) {
         s->log->error("fairlock: async wait step failed: {}", e.what());
       }
     }
-    const CallDeadline bound(s->round_bound());
-    batch.run();
+    s->begin_round();
+    {
+      const CallDeadline bound(*s->round_deadline);
+      batch.run();
+    }
+    s->round_deadline->end();
     for (auto& job : round.jobs) {
       try {
         job();

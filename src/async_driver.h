@@ -18,6 +18,7 @@ class logger;
 
 namespace fairlock::detail {
 
+class DeadlineKeeper;
 using SteadyTime = std::chrono::steady_clock::time_point;
 using Executor = std::function<void(std::function<void()>)>;
 
@@ -38,8 +39,10 @@ class AsyncWaiter {
 class AsyncDriver {
  public:
   // `round_limit`: the most one round of script calls may take, all chunks
-  // together (a stalled server cuts it there).
-  AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds round_limit);
+  // together (a stalled server cuts it there); `keeper` cuts a round short
+  // when a wait with an earlier deadline begins during it.
+  AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log, std::chrono::milliseconds round_limit,
+              std::shared_ptr<DeadlineKeeper> keeper);
   ~AsyncDriver();
   AsyncDriver(const AsyncDriver&) = delete;
   AsyncDriver& operator=(const AsyncDriver&) = delete;
@@ -54,7 +57,8 @@ class AsyncDriver {
   void post_call(Server& server, ScriptCall call, ScriptBatch::OnReply on_reply);
   // The deadlines of the waits in progress: no round of script calls on the
   // async thread may outlast the earliest of them (a stalled server cuts the
-  // round there: the waits past their deadline then time out at once).
+  // round there, a round under way included: the waits past their deadline
+  // then time out at once).
   void track_deadline(SteadyTime deadline);
   void untrack_deadline(SteadyTime deadline);
   // Hands a callback to the executor, or runs it here; its exceptions are

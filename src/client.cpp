@@ -68,7 +68,7 @@ ClientImpl::ClientImpl(Options o)
       log_(logger_of(opts_)),
       id_(random_hex(8)),
       mode_(opts_.notify),
-      async_(opts_.executor, log_, opts_.command_timeout),
+      async_(opts_.executor, log_, opts_.command_timeout, keeper_),
       session_(opts_.liveness_ttl, counters_, *log_),
       router_(make_router(opts_, id_, session_, counters_, *log_)) {}
 

@@ -7,6 +7,7 @@
 
 #include "async_driver.h"
 #include "counters.h"
+#include "deadline_keeper.h"
 #include "fairlock/client.h"
 #include "fairlock/options.h"
 #include "router.h"
@@ -37,6 +38,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Counters& counters() { return counters_; }
   Session& session() { return session_; }
   AsyncDriver& async() { return async_; }
+  // Cuts a blocking wait's call short when it is cancelled (shared with the
+  // async driver, which may outlive the client on its own thread).
+  const std::shared_ptr<DeadlineKeeper>& keeper() { return keeper_; }
   Router& router() { return *router_; }
 
  private:
@@ -45,6 +49,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   const std::string id_;
   Notify mode_;
   Counters counters_;
+  std::shared_ptr<DeadlineKeeper> keeper_ = std::make_shared<DeadlineKeeper>();
   AsyncDriver async_;  // before session_: waits it drives are cancelled through the session
   Session session_;
   std::unique_ptr<Router> router_;

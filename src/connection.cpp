@@ -67,8 +67,8 @@ auto Connection::guarded(F&& f) -> decltype(f()) {
 
 // Each read and write waits at most command_timeout, or until the deadline
 // of the call (CallDeadline) if that is nearer; none starts after it.
-void Connection::bound_io() {
-  const std::chrono::milliseconds t = CallDeadline::bound(command_timeout_);
+void Connection::bound_io(const CallDeadline::Io& io) {
+  const std::chrono::milliseconds t = io.bound(command_timeout_);
   if (t.count() <= 0) throw TimeoutError("redis: the call's deadline passed before " + where_ + " answered");
   if (t == io_timeout_) return;
   set_io_timeout(stream_->fd(), t);
@@ -79,8 +79,24 @@ std::string Connection::waited() const {
   return io_timeout_ < command_timeout_ ? "before the call's deadline" : "within command_timeout";
 }
 
+// A read or write that may block, bounded by bound_io. Cut short because
+// the call's deadline moved nearer meanwhile (CallDeadline::Io), it fails
+// as a timeout, however the stream took the shutdown of its socket.
+template <class F>
+IoResult Connection::blocking(F&& io_call) {
+  const CallDeadline::Io io(stream_->fd());
+  bound_io(io);
+  try {
+    return io_call();
+  } catch (const Error&) {
+    if (CallDeadline::passed()) throw TimeoutError("redis: no reply from " + where_ + " before the call's deadline");
+    throw;
+  }
+}
+
 void Connection::lost(Io io) {
   if (io == Io::would_block) throw TimeoutError("redis: no reply from " + where_ + " " + waited());
+  if (CallDeadline::passed()) throw TimeoutError("redis: no reply from " + where_ + " before the call's deadline");
   if (!answered_ && !stream_->is_tls() && io == Io::reset) {
     // A TLS-only port resets a plain client on its first bytes.
     throw TlsError(TlsError::Reason::tls_required,
@@ -132,8 +148,7 @@ void Connection::flush() {
   guarded([&] {
     std::size_t sent = 0;
     while (sent < out_.size()) {
-      bound_io();
-      IoResult r = stream_->write(out_.data() + sent, out_.size() - sent);
+      IoResult r = blocking([&] { return stream_->write(out_.data() + sent, out_.size() - sent); });
       if (r.io == Io::would_block) throw TimeoutError("redis: writing to " + where_ + " did not finish " + waited());
       if (r.io != Io::done) lost(r.io);
       sent += r.bytes;
@@ -155,8 +170,8 @@ ReplyPtr Connection::parsed() {
 // One read into the reader; false if nothing came without waiting.
 bool Connection::receive(bool dont_wait) {
   char buf[16 * 1024];
-  if (!dont_wait) bound_io();
-  IoResult r = stream_->read(buf, sizeof buf, dont_wait);
+  IoResult r = dont_wait ? stream_->read(buf, sizeof buf, true)
+                         : blocking([&] { return stream_->read(buf, sizeof buf, false); });
   if (r.io == Io::would_block && dont_wait) return false;
   if (r.io != Io::done) lost(r.io);
   if (redisReaderFeed(reader_.get(), buf, r.bytes) != REDIS_OK) {

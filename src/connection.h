@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "call_deadline.h"
 #include "reply.h"
 #include "stream.h"
 #include "url.h"
@@ -60,7 +61,9 @@ class Connection {
   ReplyPtr parsed();
   bool receive(bool dont_wait);
   [[noreturn]] void lost(Io io);
-  void bound_io();
+  void bound_io(const CallDeadline::Io& io);
+  template <class F>
+  IoResult blocking(F&& io_call);
   std::string waited() const;
   std::string where_;
   const std::chrono::milliseconds command_timeout_;

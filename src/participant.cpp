@@ -118,7 +118,7 @@ bool Participant::drive(const std::string& member, bool watched) {
         case Step::Kind::cancelled:
           claim_.finish_cancelled();
           lk.unlock();
-          leave(member);
+          leave_within(member, retry::kGiveUpGrace);  // a stalled server must not hold the caller
           throw wait_cancelled();
       }
     }
@@ -154,17 +154,18 @@ WaitContext Participant::wait_context(bool watched) const {
 }
 
 void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step) {
-  const std::optional<SteadyTime> deadline = claim_.deadline();
+  calls_->begin(claim_.deadline());  // a stalled server never holds us past it, or past a cancel
   lk.unlock();
   const SteadyTime sent = steady_clock::now();
   Acquired reply;
   std::exception_ptr error;
   try {
-    const CallDeadline bound(deadline);  // a stalled server never holds us past it
+    const CallDeadline bound(*calls_);
     reply = detail::acquire(node().server, keys_, acquire_args(member, step));
   } catch (const Error&) {
     error = std::current_exception();
   }
+  calls_->end();
   lk.lock();
   settle_ask(lk, reply, error, sent);
 }
@@ -215,16 +216,12 @@ void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& m
   claim_.on_gave_up(left, sent);
 }
 
-// leave(), but for `grace` at most: then it is settled in the background.
+// Leaves the queue, for `grace` at most: then it is settled in the background.
 void Participant::leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept {
   client_->session().delist(member);
+  const CallDeadline bound(steady_clock::now() + grace);  // the release of a grant it finds too
   settle_leave(
-      member,
-      [&] {
-        const CallDeadline bound(steady_clock::now() + grace);
-        return detail::cancel(node().server, keys_, member, permits_);
-      },
-      [&] { leave_later(member); });
+      member, [&] { return detail::cancel(node().server, keys_, member, permits_); }, [&] { leave_later(member); });
 }
 
 // Leaves the queue in the background, for a wait that has already ended:
@@ -270,11 +267,6 @@ bool Participant::finish_granted(std::unique_lock<std::mutex>& lk) {
   lk.unlock();
   abandon();
   throw Cancelled("fairlock: client is shut down");
-}
-
-void Participant::leave(const std::string& member) noexcept {
-  client_->session().delist(member);
-  settle_leave(member, [&] { return detail::cancel(node().server, keys_, member, permits_); });
 }
 
 // What the cancel call of a leave found (`left` returns it, or throws how
@@ -363,7 +355,7 @@ void Participant::release_quietly(const std::string& member, bool queued_first) 
 
 void Participant::cancel() noexcept {
   std::lock_guard<std::mutex> lk(mu_);
-  if (claim_.cancel()) notify_waiter();
+  if (claim_.cancel()) end_soon();
 }
 
 void Participant::abandon() noexcept {
@@ -373,11 +365,11 @@ void Participant::abandon() noexcept {
     if (async_) {  // an asynchronous wait, perhaps granted but not yet delivered: it ends Cancelled
       abandoned_ = true;
       claim_.cancel();
-      notify_waiter();
+      end_soon();
       return;
     }
     if (claim_.cancel()) {  // another thread waits: make it leave
-      notify_waiter();
+      end_soon();
       return;
     }
     plan = claim_.begin_release();
@@ -407,6 +399,20 @@ void Participant::notify_waiter() {
   } else {
     cv_.notify_all();
   }
+}
+
+// The wait was cancelled: it ends soon, whatever the server does. A call
+// in progress gets a short grace to answer, then it is cut (the caller's
+// thread may be blocked in it on a stalled server), and the wait leaves the
+// queue within one more. Called locked.
+void Participant::end_soon() {
+  notify_waiter();
+  const SteadyTime now = steady_clock::now();
+  if (!async_) return client_->keeper()->lower(calls_, now + retry::kGiveUpGrace);
+  if (async_->deadline && *async_->deadline <= now) return;
+  if (async_->deadline) client_->async().untrack_deadline(*async_->deadline);
+  async_->deadline = now;  // the rounds its calls go in end by now + the grace
+  client_->async().track_deadline(now);
 }
 
 // Acts on what an event changed: callbacks run without the lock held.

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "async_driver.h"
+#include "call_deadline.h"
 #include "claim.h"
 #include "fairlock/async.h"
 #include "fairlock/errors.h"
@@ -71,6 +72,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
                   SteadyTime sent);
   void notify_waiter();
+  void end_soon();
   void fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server = true) noexcept;
   // `on_failure`, if given, takes over when the calls fail (instead of a warning).
   void settle_leave(const std::string& member, const std::function<CancelResult()>& left,
@@ -79,7 +81,6 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void report_position(std::size_t position) noexcept;
   void report_lost(const std::string& why) noexcept;
   void give_up(std::unique_lock<std::mutex>& lk, const std::string& member);
-  void leave(const std::string& member) noexcept;
   void leave_later(const std::string& member) noexcept;
   void left_later(const std::string& member, const redisReply* reply, const std::exception_ptr& error) noexcept;
   void log_abandoned(const std::string& why) noexcept;
@@ -96,8 +97,8 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   struct AsyncWait {
     AcquireCallback done;
     std::uint64_t id;
-    bool watched;  // keyspace mode: subscribed to the name's wake channel
-    std::optional<SteadyTime> deadline;
+    bool watched;                        // keyspace mode: subscribed to the name's wake channel
+    std::optional<SteadyTime> deadline;  // tracked (AsyncDriver): the wait's, or its cancel's
   };
   void send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now);
   void send_give_up(ScriptBatch& batch, const std::string& member, SteadyTime sent);
@@ -118,6 +119,8 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   mutable std::mutex mu_;
   std::condition_variable cv_;
   Claim claim_;
+  // The blocking wait's call in progress: a cancel cuts it short.
+  const std::shared_ptr<MovableDeadline> calls_ = std::make_shared<MovableDeadline>();
   std::optional<AsyncWait> async_;  // the wait in progress is asynchronous
   std::uint64_t waits_ = 0;         // asynchronous waits begun (their ids)
   bool abandoned_ = false;          // the owning object went away during an asynchronous wait

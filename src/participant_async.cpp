@@ -42,7 +42,7 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
 
 void Participant::cancel_wait(std::uint64_t wait) noexcept {
   std::lock_guard<std::mutex> lk(mu_);
-  if (async_ && async_->id == wait && claim_.cancel()) notify_waiter();
+  if (async_ && async_->id == wait && claim_.cancel()) end_soon();
 }
 
 void Participant::release_async(std::function<void(Released)> done) {

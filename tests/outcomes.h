@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace fairlock::test {
@@ -18,6 +19,7 @@ struct Outcomes {
   std::vector<int> granted;  // waiter indexes, in grant order
   std::vector<std::uint64_t> fences;
   int cancelled = 0, timed_out = 0, other = 0;
+  std::string last_other;  // what the last other error said
 
   void record(int who, const AcquireResult& r) {
     std::lock_guard<std::mutex> lk(mu);
@@ -31,6 +33,9 @@ struct Outcomes {
         ++cancelled;
       } catch (const TimeoutError&) {
         ++timed_out;
+      } catch (const std::exception& e) {
+        ++other;
+        last_other = e.what();
       } catch (...) {
         ++other;
       }

@@ -397,6 +397,54 @@ TEST(Safety, TryLockForKeepsItsDeadlineWithTheServerStopped) {
             << p50_max(overshoot) << "\n";
 }
 
+// A blocking wait cancelled from another thread ends soon, whatever the
+// server does: a call in flight gets 100 ms, leaving the queue 100 ms more,
+// then both are settled in the background. The server is stopped while the
+// wait is parked in the queue (`queued_first`), or before its first acquire
+// is sent (the call then blocks on it); command_timeout is 5 s, so an end by
+// the timeout cannot pass for an end by the cancel.
+void cancel_with_the_server_stopped(bool queued_first) {
+  RedisServer own;
+  Options slow = opts_for(own);
+  slow.command_timeout = 5s;
+  Client holders(opts_for(own)), waiters(slow);
+  const std::string name = unique_name("cancel-stopped");
+  LockOptions long_lease;
+  long_lease.lease = 60s;
+  FairLock holder(holders, name, long_lease), waiter(waiters, name);
+  holder.lock();
+  if (!queued_first) own.pause();
+  auto got = std::async(std::launch::async, [&] {
+    return outcome_of([&] {
+      waiter.lock();
+      return true;
+    });
+  });
+  if (queued_first) {
+    ASSERT_TRUE(eventually([&] { return zcard(own, name, "q") == 1; }));
+    own.pause();
+  } else {
+    std::this_thread::sleep_for(200ms);  // its acquire is blocked on the server (else cancel() ends it sooner)
+  }
+  const auto t0 = Clock::now();
+  waiter.cancel();
+  const bool returned = got.wait_for(10s) == std::future_status::ready;
+  const milliseconds took = since(t0);
+  own.resume();
+  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
+  EXPECT_EQ(got.get(), 4) << "1 granted, 4 Cancelled, 5 another error";
+  EXPECT_LE(took.count(), 1000) << "lock() returned " << took.count() << " ms after cancel()";
+  // Nothing is left behind: once the holder unlocks, the next waiter is
+  // granted (the cancelled entry has left, or expires with its liveness).
+  holder.unlock();
+  FairLock next(holders, name);
+  EXPECT_TRUE(next.try_lock_for(15s));
+}
+
+TEST(Safety, ABlockingWaitCancelledWhileQueuedEndsSoonWithTheServerStopped) { cancel_with_the_server_stopped(true); }
+
+TEST(Safety, ABlockingWaitCancelledDuringItsCallEndsSoonWithTheServerStopped) { cancel_with_the_server_stopped(false); }
+
 // Defect 8: a waiter killed while queued and then handed the grant holds the
 // queue at most its liveness (3 s) after the release that handed it over.
 TEST(Safety, AKilledWaiterHandedTheGrantDelaysTheNextByAtMostItsLiveness) {

@@ -194,6 +194,63 @@ TEST(SafetyAsync, ACancelledTimedWaitEndsByItsDeadlineWithTheServerStopped) {
   EXPECT_LE(took.count(), 1500 + 1000) << "the Cancelled callback came " << took.count() << " ms after the call";
 }
 
+// A timed async wait that begins while the async thread is blocked in a
+// round of calls to a stopped server (an untimed wait's first acquire;
+// command_timeout 5 s) keeps its own deadline: the round is cut there, not
+// at the bound it began with. The untimed wait is not lost: its acquire is
+// asked again and granted once the server is back.
+TEST(SafetyAsync, AnAsyncWaitBegunDuringAStalledRoundKeepsItsDeadline) {
+  RedisServer own;
+  Options slow = opts_for(own);
+  slow.command_timeout = 5s;
+  Client waiters(slow);
+  FairLock untimed(waiters, unique_name("stalled-round")), timed(waiters, unique_name("begun-during"));
+  Outcomes first, second;  // outlive the locks
+  own.pause();
+  untimed.lock_async([&](const AcquireResult& r) { first.record(0, r); });
+  std::this_thread::sleep_for(200ms);  // the round is blocked (else this wait bounds it from its start)
+  const auto called = Clock::now();
+  timed.lock_async(300ms, [&](const AcquireResult& r) { second.record(0, r); });
+  const bool ended = second.wait_total(1, 10s);
+  const milliseconds took = since(called);
+  own.resume();
+  ASSERT_TRUE(ended || second.wait_total(1, 30s));
+  {
+    std::lock_guard<std::mutex> lk(second.mu);
+    EXPECT_EQ(second.timed_out, 1) << second.granted.size() << " granted, " << second.other << " other errors ("
+                                   << second.last_other << ")";
+  }
+  EXPECT_LE(took.count(), 300 + 1000) << "lock_async(300 ms)'s callback came after " << took.count() << " ms";
+  ASSERT_TRUE(first.wait_total(1, 30s));
+  std::lock_guard<std::mutex> lk(first.mu);
+  EXPECT_EQ(first.granted.size(), 1U) << first.other << " other errors";
+}
+
+// An untimed async wait cancelled while its first acquire is blocked on a
+// stopped server: the Cancelled callback comes soon (the call gets 100 ms,
+// the leave 100 ms more), not when the server answers or command_timeout
+// (5 s) passes.
+TEST(SafetyAsync, ACancelledUntimedWaitEndsSoonWithTheServerStopped) {
+  RedisServer own;
+  Options slow = opts_for(own);
+  slow.command_timeout = 5s;
+  Client waiters(slow);
+  FairLock waiter(waiters, unique_name("cancel-untimed-stopped"));
+  Outcomes out;  // outlives the lock
+  own.pause();
+  AcquireHandle handle = waiter.lock_async([&](const AcquireResult& r) { out.record(0, r); });
+  std::this_thread::sleep_for(200ms);  // its acquire is blocked on the server
+  const auto t0 = Clock::now();
+  handle.cancel();
+  const bool ended = out.wait_total(1, 10s);
+  const milliseconds took = since(t0);
+  own.resume();
+  ASSERT_TRUE(ended || out.wait_total(1, 30s));
+  std::lock_guard<std::mutex> lk(out.mu);
+  EXPECT_EQ(out.cancelled, 1);
+  EXPECT_LE(took.count(), 1000) << "the Cancelled callback came " << took.count() << " ms after cancel()";
+}
+
 // Defect 6c: a timeout of milliseconds::max() does not overflow into the
 // past: lock_async, lock_future and try_lock_for wait as lock() does, until
 // the holder unlocks.
