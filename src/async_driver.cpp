@@ -245,10 +245,13 @@ void AsyncDriver::untrack_deadline(SteadyTime deadline) {
 // thread, and with it every other wait's deadline, past it, including the
 // deadlines of waits that begin during the round; and one round_limit
 // (command_timeout) for the whole round, however many chunks its calls take.
+// A round always gets the grace, though: a deadline already past (a wait
+// cancelled while an earlier round ran) must not fail it before it is sent.
 void AsyncDriver::State::begin_round() {
-  SteadyTime bound = steady_clock::now() + round_limit;
+  const SteadyTime now = steady_clock::now();
+  SteadyTime bound = now + round_limit;
   std::lock_guard<std::mutex> lk(mu);  // a deadline tracked now is in `deadlines` or lowers the round
-  if (!deadlines.empty()) bound = std::min(bound, *deadlines.begin() + retry::kGiveUpGrace);
+  if (!deadlines.empty()) bound = std::min(bound, std::max(*deadlines.begin(), now) + retry::kGiveUpGrace);
   round_deadline->begin(bound);
 }
 
@@ -272,10 +275,9 @@ void AsyncDriver::loop(const std::shared_ptr<State>& s) {
     }
     s->begin_round();
     {
-      const CallDeadline bound(*s->round_deadline);
+      const MovableDeadline::Calls calls(*s->round_deadline);
       batch.run();
     }
-    s->round_deadline->end();
     for (auto& job : round.jobs) {
       try {
         job();

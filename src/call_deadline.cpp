@@ -54,6 +54,8 @@ bool CallDeadline::binds(milliseconds cap) { return bound(cap) < cap; }
 
 bool CallDeadline::passed() { return bound(milliseconds(1)).count() == 0; }
 
+bool CallDeadline::may_move() { return t_movable != nullptr; }
+
 CallDeadline::Io::Io(int fd) : movable_(t_movable) {
   if (movable_ != nullptr) movable_until_ = movable_->enter(fd);
 }

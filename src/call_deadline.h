@@ -25,7 +25,8 @@ class CallDeadline {
   // Bounds this thread's calls by `until` for the scope (nullopt: no bound
   // beyond an outer one); an outer, earlier deadline stays in force.
   explicit CallDeadline(std::optional<Time> until);
-  // Bounds this thread's calls by `movable` for the scope, as it moves.
+  // Bounds this thread's calls by `movable` for the scope, as it moves (it
+  // replaces an outer movable deadline; an outer fixed one stays in force).
   explicit CallDeadline(MovableDeadline& movable);
   ~CallDeadline();
   CallDeadline(const CallDeadline&) = delete;
@@ -38,6 +39,8 @@ class CallDeadline {
   static bool binds(std::chrono::milliseconds cap);
   // This thread's deadline has passed (a call that failed then was cut).
   static bool passed();
+  // This thread's deadline may move nearer (MovableDeadline) during a wait.
+  static bool may_move();
 
   // One blocking read or write on socket `fd`, for its scope: a movable
   // deadline of this thread may cut it short. Returns, like bound(), how
@@ -69,6 +72,19 @@ class MovableDeadline {
   // bound them, until lowered) and after them.
   void begin(std::optional<Time> until);
   void end();
+  // The owner's calls after begin(), for the scope: bounded by this
+  // deadline as it moves, and ended (end()) however the scope closes.
+  class Calls {
+   public:
+    explicit Calls(MovableDeadline& d) : deadline_(d), bound_(d) {}
+    ~Calls() { deadline_.end(); }
+    Calls(const Calls&) = delete;
+    Calls& operator=(const Calls&) = delete;
+
+   private:
+    MovableDeadline& deadline_;
+    CallDeadline bound_;
+  };
   // Any thread: true if calls in progress now end sooner, at `at` (then the
   // caller has a DeadlineKeeper cut them there); false between end and begin.
   bool lower(Time at);

@@ -41,9 +41,9 @@ void Claim::begin(std::string member, bool queue, std::optional<SteadyTime> dead
 
 Step Claim::next(SteadyTime now, const WaitContext& ctx) {
   if (outcome_) return Step{*outcome_};
-  if (!asked_ && !retry_at_) return ask(queue_);
+  if (!asked_ && !retry_at_ && !cancelled_ && !ctx.stopped) return ask(queue_);
   if (auto granted = take_signal(now)) return *granted;
-  if (cancelled_ || ctx.stopped) return Step{Step::Kind::cancelled};
+  if (cancelled_ || ctx.stopped) return Step{Step::Kind::cancelled};  // before the first ask too
   if (deadline_ && now >= *deadline_) return Step{Step::Kind::give_up};
   const bool timer = timer_at_ && now >= *timer_at_;
   const bool retry = retry_at_ && now >= *retry_at_;

@@ -92,6 +92,7 @@ class Claim {
   std::optional<std::string> on_shutdown();
   // The owning object goes away: true if a wait was told to leave.
   bool cancel();
+  bool cancel_requested() const { return cancelled_; }
 
   // --- the session's events
   std::optional<SessionMember::Beat> beat_item(SteadyTime now, Effects& effects);

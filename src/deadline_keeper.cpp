@@ -1,5 +1,6 @@
 #include "deadline_keeper.h"
 
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -19,8 +20,14 @@ void DeadlineKeeper::lower(const std::shared_ptr<MovableDeadline>& deadline, Tim
   std::lock_guard<std::mutex> lk(mu_);
   cuts_.push(Cut{at, deadline});
   if (!started_) {
-    started_ = true;
-    thread_.start([this] { loop(); });
+    try {
+      thread_.start([this] { loop(); });
+      started_ = true;
+    } catch (const std::system_error&) {
+      // No thread to be had now: this cut is lost (the call ends by the
+      // bound it began with), the next lower() tries again.
+      return;
+    }
   }
   cv_.notify_all();
 }

@@ -84,7 +84,7 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
 // if unconfirmed, and the wait polls.
 bool Participant::watch_within(Wake& wake, std::optional<SteadyTime> deadline) {
   const CallDeadline bound(deadline);
-  return wake.watch(name_);
+  return wake.watch(name_, true, &cancel_requested_);
 }
 
 std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool queue) {
@@ -93,6 +93,7 @@ std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool que
     std::lock_guard<std::mutex> lk(mu_);
     if (async_) throw std::logic_error("fairlock: " + name_ + " is already waiting asynchronously");
     claim_.begin(member, queue, deadline, name_);
+    cancel_requested_ = false;
   }
   client_->session().enlist(member, shared_from_this(), opts_.lease);
   return member;
@@ -159,13 +160,14 @@ void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& membe
   const SteadyTime sent = steady_clock::now();
   Acquired reply;
   std::exception_ptr error;
-  try {
-    const CallDeadline bound(*calls_);
-    reply = detail::acquire(node().server, keys_, acquire_args(member, step));
-  } catch (const Error&) {
-    error = std::current_exception();
+  {
+    const MovableDeadline::Calls calls(*calls_);  // ends the series however the call ends
+    try {
+      reply = detail::acquire(node().server, keys_, acquire_args(member, step));
+    } catch (const Error&) {
+      error = std::current_exception();
+    }
   }
-  calls_->end();
   lk.lock();
   settle_ask(lk, reply, error, sent);
 }
@@ -187,7 +189,10 @@ void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& r
   } catch (const Error& e) {
     if (refused(e)) throw;
     const Claim::Failure failure = failure_of(e);
-    if (!claim_.on_ask_failed(sent, steady_clock::now(), failure)) throw;
+    if (!claim_.on_ask_failed(sent, steady_clock::now(), failure)) {
+      if (claim_.cancel_requested()) throw wait_cancelled();  // a try cut short by its cancel
+      throw;
+    }
     if (failure == Claim::Failure::not_run) {
       client_->log().warn("fairlock: acquire of {}: {}; retrying", name_, e.what());
     } else {
@@ -364,8 +369,11 @@ void Participant::abandon() noexcept {
     std::lock_guard<std::mutex> lk(mu_);
     if (async_) {  // an asynchronous wait, perhaps granted but not yet delivered: it ends Cancelled
       abandoned_ = true;
-      claim_.cancel();
-      end_soon();
+      if (claim_.cancel()) {
+        end_soon();
+      } else {
+        notify_waiter();
+      }
       return;
     }
     if (claim_.cancel()) {  // another thread waits: make it leave
@@ -408,7 +416,11 @@ void Participant::notify_waiter() {
 void Participant::end_soon() {
   notify_waiter();
   const SteadyTime now = steady_clock::now();
-  if (!async_) return client_->keeper()->lower(calls_, now + retry::kGiveUpGrace);
+  if (!async_) {
+    cancel_requested_ = true;  // a subscription it waits for gives up too
+    node().wake.nudge();
+    return client_->keeper()->lower(calls_, now + retry::kGiveUpGrace);
+  }
   if (async_->deadline && *async_->deadline <= now) return;
   if (async_->deadline) client_->async().untrack_deadline(*async_->deadline);
   async_->deadline = now;  // the rounds its calls go in end by now + the grace
@@ -487,7 +499,7 @@ std::optional<std::uint64_t> Participant::waiting_ticket() const {
 std::optional<std::string> Participant::on_shutdown() {
   std::lock_guard<std::mutex> lk(mu_);
   auto member = claim_.on_shutdown();
-  notify_waiter();
+  end_soon();  // a wait in progress ends soon, even against a stalled server
   return member;
 }
 

@@ -6,6 +6,7 @@
 // while queued. The asynchronous one (participant_async.cpp) runs the same
 // steps on the client's async thread, its script calls batched with other
 // waiters'. Both settle replies and leave the queue with the same code.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -121,9 +122,10 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   Claim claim_;
   // The blocking wait's call in progress: a cancel cuts it short.
   const std::shared_ptr<MovableDeadline> calls_ = std::make_shared<MovableDeadline>();
-  std::optional<AsyncWait> async_;  // the wait in progress is asynchronous
-  std::uint64_t waits_ = 0;         // asynchronous waits begun (their ids)
-  bool abandoned_ = false;          // the owning object went away during an asynchronous wait
+  std::atomic<bool> cancel_requested_{false};  // the blocking wait's, for Wake::watch (no lock order with it)
+  std::optional<AsyncWait> async_;             // the wait in progress is asynchronous
+  std::uint64_t waits_ = 0;                    // asynchronous waits begun (their ids)
+  bool abandoned_ = false;                     // the owning object went away during an asynchronous wait
 };
 
 }  // namespace fairlock::detail

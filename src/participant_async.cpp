@@ -25,8 +25,9 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
     std::lock_guard<std::mutex> lk(mu_);
     id = ++waits_;
     async_ = AsyncWait{std::move(done), id, watched, deadline};
+    // Under the lock: a cancel or an end now untracks what was tracked.
+    if (deadline) client_->async().track_deadline(*deadline);
   }
-  if (deadline) client_->async().track_deadline(*deadline);
   if (!client_->async().schedule(shared_from_this())) {  // the client shut down meanwhile
     std::unique_lock<std::mutex> lk(mu_);
     // Unless the async thread saw this wait after all (and so ends it):
@@ -215,6 +216,8 @@ bool server_answered(const std::exception_ptr& error) {
   } catch (const ConnectionError&) {
     return false;
   } catch (const TimeoutError&) {
+    return false;
+  } catch (const Cancelled&) {  // a call its cancel cut short: the server may be stalled
     return false;
   } catch (...) {
     return true;

@@ -21,13 +21,29 @@ Target bounded(Target t) {
 }
 }  // namespace
 
+// Waits for a free connection, at most command_timeout or until the
+// call's deadline. The deadline may move nearer meanwhile (a cancel:
+// MovableDeadline), which nothing would tell this wait: while every
+// connection is taken (a stalled server holds them all), it looks again
+// every kDeadlineCheck.
+void Pool::wait_for_free(std::unique_lock<std::mutex>& lk) {
+  constexpr std::chrono::milliseconds kDeadlineCheck{50};
+  const auto end = std::chrono::steady_clock::now() + target_.command_timeout;
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    const auto wait = CallDeadline::bound(left);
+    if (wait.count() <= 0) {
+      throw TimeoutError(CallDeadline::passed() ? "fairlock: no free connection before the call's deadline"
+                                                : "fairlock: no free connection within command_timeout");
+    }
+    const auto slice = CallDeadline::may_move() ? std::min(wait, kDeadlineCheck) : wait;
+    if (cv_.wait_for(lk, slice, [&] { return !idle_.empty() || open_ < size_; })) return;
+  }
+}
+
 std::unique_ptr<Connection> Pool::take() {
   std::unique_lock<std::mutex> lk(mu_);
-  const auto wait = CallDeadline::bound(target_.command_timeout);
-  if (!cv_.wait_for(lk, wait, [&] { return !idle_.empty() || open_ < size_; })) {
-    throw TimeoutError(wait < target_.command_timeout ? "fairlock: no free connection before the call's deadline"
-                                                      : "fairlock: no free connection within command_timeout");
-  }
+  wait_for_free(lk);
   while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
@@ -38,7 +54,10 @@ std::unique_ptr<Connection> Pool::take() {
     had_failure_ = true;
     log_.info("fairlock: an idle redis connection was closed by the server; reconnecting");
   }
-  if (CallDeadline::passed()) throw TimeoutError("fairlock: the call's deadline passed before a connection was open");
+  if (CallDeadline::passed()) {
+    cv_.notify_one();  // closed idle connections above made room for another caller
+    throw TimeoutError("fairlock: the call's deadline passed before a connection was open");
+  }
   ++open_;
   lk.unlock();
   try {
@@ -51,15 +70,25 @@ std::unique_ptr<Connection> Pool::take() {
       log_.info("fairlock: reconnected to redis");
     }
     return c;
+  } catch (const ConnectionError& e) {
+    dial_failed(lk);
+    // Cut by the call's deadline, not refused (a certificate or a port
+    // that speaks no TLS is, whenever it comes): the server may be fine.
+    if (CallDeadline::passed() && dynamic_cast<const TlsError*>(&e) == nullptr) {
+      throw TimeoutError(std::string("fairlock: no connection open before the call's deadline (") + e.what() + ")");
+    }
+    throw;
   } catch (...) {
-    lk.lock();
-    --open_;
-    had_failure_ = true;
-    cv_.notify_one();
-    // Cut by the call's deadline, not refused: the server may be fine.
-    if (CallDeadline::passed()) throw TimeoutError("fairlock: no connection open before the call's deadline");
+    dial_failed(lk);
     throw;
   }
+}
+
+void Pool::dial_failed(std::unique_lock<std::mutex>& lk) {
+  lk.lock();
+  --open_;
+  had_failure_ = true;
+  cv_.notify_one();
 }
 
 void Pool::give_back(std::unique_ptr<Connection> c) {

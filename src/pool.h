@@ -38,6 +38,8 @@ class Pool {
 
  private:
   std::unique_ptr<Connection> take();
+  void wait_for_free(std::unique_lock<std::mutex>& lk);
+  void dial_failed(std::unique_lock<std::mutex>& lk);
   void give_back(std::unique_ptr<Connection> c);
   const Target target_;
   const std::size_t size_;

@@ -108,7 +108,7 @@ std::string Wake::channel_of(const std::string& name) const {
   return keyspace_channel(server_.endpoint().db, config_.key_prefix, name, config_.client_id);
 }
 
-bool Wake::watch(const std::string& name, bool wait) {
+bool Wake::watch(const std::string& name, bool wait, const std::atomic<bool>* give_up) {
   std::unique_lock<std::mutex> lk(mu_);
   ++watched_[name];
   std::string channel = channel_of(name);
@@ -117,11 +117,17 @@ bool Wake::watch(const std::string& name, bool wait) {
     poke();
     if (!wait) return false;
     const auto limit = CallDeadline::bound(config_.confirm_timeout);  // a timed wait's deadline comes first
-    if (!cv_.wait_for(lk, limit, [&] { return confirmed_.count(channel) > 0 || stopping_.load(); })) {
+    const auto given_up = [give_up] { return give_up != nullptr && give_up->load(); };
+    if (!cv_.wait_for(lk, limit, [&] { return confirmed_.count(channel) > 0 || stopping_.load() || given_up(); })) {
       log_.warn("fairlock: keyspace subscription for {} not confirmed; this wait polls", name);
     }
   }
   return confirmed_.count(channel) > 0;
+}
+
+void Wake::nudge() {
+  { std::lock_guard<std::mutex> lk(mu_); }  // a watcher between its check and its wait gets the notify
+  cv_.notify_all();
 }
 
 bool Wake::watching(const std::string& name) {

@@ -58,8 +58,11 @@ class Wake {
   bool signals_ok() const { return signals_ok_.load(); }
   // Keyspace mode: subscribe to the name's wake channel; true once confirmed
   // (waits up to confirm_timeout for that unless `wait` is false; less if
-  // the calling thread's CallDeadline is nearer: the wait then polls).
-  bool watch(const std::string& name, bool wait = true);
+  // the calling thread's CallDeadline is nearer, or once `give_up` is set
+  // and nudge() called: the wait then polls).
+  bool watch(const std::string& name, bool wait = true, const std::atomic<bool>* give_up = nullptr);
+  // Has the threads waiting in watch() look at their give_up flag again.
+  void nudge();
   // The name's wake channel is subscribed now.
   bool watching(const std::string& name);
   void unwatch(const std::string& name);

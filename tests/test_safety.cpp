@@ -445,6 +445,94 @@ TEST(Safety, ABlockingWaitCancelledWhileQueuedEndsSoonWithTheServerStopped) { ca
 
 TEST(Safety, ABlockingWaitCancelledDuringItsCallEndsSoonWithTheServerStopped) { cancel_with_the_server_stopped(false); }
 
+// Keyspace mode: cancel() while lock() waits for its subscription to be
+// confirmed (the server is stopped, so it never is): the wait stops waiting
+// for it and ends Cancelled without a first ask.
+TEST(Safety, AKeyspaceWaitCancelledBeforeItsFirstAskEndsSoon) {
+  RedisServer own;
+  Options slow = opts_for(own, Notify::keyspace);
+  slow.configure_keyspace_events = true;
+  slow.command_timeout = 5s;
+  Client waiters(slow);
+  FairLock waiter(waiters, unique_name("keyspace-cancel"));
+  own.pause();
+  auto got = std::async(std::launch::async, [&] {
+    return outcome_of([&] {
+      waiter.lock();
+      return true;
+    });
+  });
+  std::this_thread::sleep_for(200ms);  // waiting for the confirmation (else cancel() ends it sooner)
+  const auto t0 = Clock::now();
+  waiter.cancel();
+  const bool returned = got.wait_for(15s) == std::future_status::ready;
+  const milliseconds took = since(t0);
+  own.resume();
+  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
+  EXPECT_EQ(got.get(), 4) << "1 granted, 4 Cancelled, 5 another error";
+  EXPECT_LE(took.count(), 1000) << "lock() returned " << took.count() << " ms after cancel()";
+}
+
+// try_lock() cancelled while its one call is blocked on a stopped server:
+// Cancelled (not the cut call's TimeoutError), soon.
+TEST(Safety, ACancelledTryLockEndsCancelledSoon) {
+  RedisServer own;
+  Options slow = opts_for(own);
+  slow.command_timeout = 5s;
+  Client waiters(slow);
+  FairLock waiter(waiters, unique_name("cancel-try"));
+  {
+    FairLock warm(waiters, unique_name("warm"));  // the pool's connection is open before the stop
+    ASSERT_TRUE(warm.try_lock());
+    warm.unlock();
+  }
+  own.pause();
+  auto got = std::async(std::launch::async, [&] { return outcome_of([&] { return waiter.try_lock(); }); });
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = Clock::now();
+  waiter.cancel();
+  const bool returned = got.wait_for(15s) == std::future_status::ready;
+  const milliseconds took = since(t0);
+  own.resume();
+  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
+  EXPECT_EQ(got.get(), 4) << "1 true, 2 false, 4 Cancelled, 5 another error";
+  EXPECT_LE(took.count(), 1000) << "try_lock() returned " << took.count() << " ms after cancel()";
+}
+
+// A cancelled lock() waiting for a pooled connection (pool of one, held by
+// another call blocked on the stopped server) ends soon too.
+TEST(Safety, AWaitCancelledWhileWaitingForAConnectionEndsSoon) {
+  RedisServer own;
+  Options slow = opts_for(own);
+  slow.command_timeout = 3s;
+  slow.pool_size = 1;
+  Client holders(opts_for(own)), waiters(slow);
+  const std::string name = unique_name("cancel-pool");
+  LockOptions long_lease;
+  long_lease.lease = 60s;
+  FairLock holder(holders, name, long_lease), waiter(waiters, name), other(waiters, unique_name("pool-holder"));
+  holder.lock();
+  own.pause();
+  auto busy = std::async(std::launch::async, [&] { return outcome_of([&] { return other.try_lock(); }); });
+  std::this_thread::sleep_for(100ms);  // `other` holds the one connection
+  auto got = std::async(std::launch::async, [&] {
+    return outcome_of([&] {
+      waiter.lock();
+      return true;
+    });
+  });
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = Clock::now();
+  waiter.cancel();
+  const bool returned = got.wait_for(15s) == std::future_status::ready;
+  const milliseconds took = since(t0);
+  own.resume();
+  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
+  busy.wait();
+  EXPECT_EQ(got.get(), 4) << "1 granted, 4 Cancelled, 5 another error";
+  EXPECT_LE(took.count(), 1000) << "lock() returned " << took.count() << " ms after cancel()";
+}
+
 // Defect 8: a waiter killed while queued and then handed the grant holds the
 // queue at most its liveness (3 s) after the release that handed it over.
 TEST(Safety, AKilledWaiterHandedTheGrantDelaysTheNextByAtMostItsLiveness) {

@@ -251,6 +251,36 @@ TEST(SafetyAsync, ACancelledUntimedWaitEndsSoonWithTheServerStopped) {
   EXPECT_LE(took.count(), 1000) << "the Cancelled callback came " << took.count() << " ms after cancel()";
 }
 
+// A cancel bounds the rounds that carry its leave, never the waits of
+// others: on a healthy server, with the async thread busy 400 ms in a user
+// callback (no executor) while one wait is cancelled and a try begins, the
+// try is granted (it once failed unsent: the round's bound, cancel + 100 ms,
+// had passed before the round began).
+TEST(SafetyAsync, ACancelNeverFailsAnotherWaitOnAHealthyServer) {
+  RedisServer own;
+  Client holders(opts_for(own)), c(opts_for(own));
+  const std::string held = unique_name("held");
+  FairLock holder(holders, held), cancelled(c, held), busy(c, unique_name("busy")), tried(c, unique_name("tried"));
+  holder.lock();
+  Outcomes out_cancelled, out_busy, out_tried;  // outlive the locks
+  AcquireHandle handle = cancelled.lock_async([&](const AcquireResult& r) { out_cancelled.record(0, r); });
+  ASSERT_TRUE(eventually([&] { return zcard(own, held, "q") == 1; }));
+  std::atomic<bool> in_callback{false};
+  busy.lock_async([&](const AcquireResult& r) {
+    in_callback = true;
+    std::this_thread::sleep_for(400ms);
+    out_busy.record(0, r);
+  });
+  ASSERT_TRUE(eventually([&] { return in_callback.load(); }));
+  handle.cancel();
+  tried.lock_async(0ms, [&](const AcquireResult& r) { out_tried.record(0, r); });
+  ASSERT_TRUE(out_tried.wait_total(1, 10s));
+  ASSERT_TRUE(out_cancelled.wait_total(1, 10s));
+  std::lock_guard<std::mutex> lk(out_tried.mu);
+  EXPECT_EQ(out_tried.granted.size(), 1U)
+      << out_tried.timed_out << " timed out, " << out_tried.other << " other errors (" << out_tried.last_other << ")";
+}
+
 // Defect 6c: a timeout of milliseconds::max() does not overflow into the
 // past: lock_async, lock_future and try_lock_for wait as lock() does, until
 // the holder unlocks.
