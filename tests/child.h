@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "redis_server.h"
 #include "kit/child_process.h"
+#include "redis_server.h"
 
 namespace fairlock::test {
 
