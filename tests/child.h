@@ -1,14 +1,14 @@
 #pragma once
 // A child process running the test helper (or any program), with its stdout
-// readable by line: tests/support/child_process.h with the tests' defaults.
+// readable by line: tests/kit/child_process.h with the tests' defaults.
 #include <signal.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
 
+#include "kit/child_process.h"
 #include "redis_server.h"
-#include "support/child_process.h"
 
 namespace fairlock::test {
 

@@ -2,4 +2,4 @@
 // For test mains that start servers and child processes:
 // fairlock::test::reap_children_when_we_die(), in the shared child-process
 // helper.
-#include "support/child_process.h"
+#include "kit/child_process.h"

@@ -208,17 +208,5 @@ TEST(Eviction, CommandLineRefusesWithStatus78UnlessAllowed) {
   EXPECT_EQ(cli({"status", "--allow-evicting-server", name}, &out), 0) << out;
 }
 
-TEST(Eviction, PolicyFromInfoText) {
-  using detail::policy_from_info;
-  auto p = policy_from_info(
-      "# Memory\r\nused_memory:1\r\nmaxmemory:104857600\r\nmaxmemory_human:100.00M\r\n"
-      "maxmemory_policy:volatile-ttl\r\n");
-  ASSERT_TRUE(p);
-  EXPECT_EQ(p->policy, "volatile-ttl");
-  EXPECT_EQ(p->maxmemory, 104857600u);
-  EXPECT_FALSE(policy_from_info("# Memory\r\nmaxmemory:0\r\n"));
-  EXPECT_FALSE(policy_from_info("maxmemory:x\r\nmaxmemory_policy:noeviction\r\n"));
-}
-
 }  // namespace
 }  // namespace fairlock::test

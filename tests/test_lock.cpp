@@ -547,7 +547,7 @@ TEST(Tokens, AreFreshRandom96BitHexPerClaim) {
 namespace fairlock::test {
 namespace {
 
-TEST(Review, AWakeForAnotherTicketIsIgnored) {
+TEST(StaleWake, AWakeForAnotherTicketIsIgnored) {
   Client client(opts_for(server()));
   std::string name = unique_name("stale-wake");
   FairLock holder(client, name), waiter(client, name);
@@ -568,7 +568,7 @@ TEST(Review, AWakeForAnotherTicketIsIgnored) {
   waiter.unlock();
 }
 
-TEST(Review, NoFalseLossUnderChurnWithFrequentHeartbeats) {
+TEST(HeartbeatChurn, NoFalseLossUnderChurnWithFrequentHeartbeats) {
   // Heartbeats collected while a member waited must not be read, once it
   // holds, as "the grant is gone".
   Options o = opts_for(server());
@@ -610,7 +610,7 @@ TEST(Review, NoFalseLossUnderChurnWithFrequentHeartbeats) {
   EXPECT_EQ(a.stats().lost + b.stats().lost, 0u);
 }
 
-TEST(Review, DestroyingALockWhileAnotherThreadWaitsCancelsThatWait) {
+TEST(LockDestruction, DestroyingALockWhileAnotherThreadWaitsCancelsThatWait) {
   Client client(opts_for(server()));
   std::string name = unique_name("destroy-waiting");
   FairLock holder(client, name);
@@ -632,7 +632,7 @@ TEST(Review, DestroyingALockWhileAnotherThreadWaitsCancelsThatWait) {
   holder.unlock();
 }
 
-TEST(Review, AWaitSurvivesAShortServerStall) {
+TEST(ServerStall, AWaitSurvivesAShortServerStall) {
   RedisServer own;
   Options o = opts_for(own, Notify::poll);  // the head polls every 10 ms
   o.command_timeout = std::chrono::milliseconds(100);
@@ -660,7 +660,7 @@ TEST(Review, AWaitSurvivesAShortServerStall) {
   waiter.unlock();
 }
 
-TEST(Review, KeysOfAnAbandonedNameExpireByThemselves) {
+TEST(KeyExpiry, KeysOfAnAbandonedNameExpireByThemselves) {
   std::string name = unique_name("abandoned");
   // Deadlines of 3 s: the holder must still hold (renewed every second) when
   // the waiter's process has started and queued, however slow that start.
@@ -681,7 +681,7 @@ TEST(Review, KeysOfAnAbandonedNameExpireByThemselves) {
   EXPECT_EQ(server().cmd({"EXISTS", key(name, "seq")}), "1");
 }
 
-TEST(Review, ShutdownFromALostCallbackDoesNotAbort) {
+TEST(LostCallback, ShutdownFromALostCallbackDoesNotAbort) {
   auto client = std::make_shared<Client>(opts_for(server()));
   std::string name = unique_name("self-shutdown");
   LockOptions lo;

@@ -1,5 +1,5 @@
 // Protocol versions meeting on one name: versions 1 to 5's scripts (kept
-// as fixtures in tests/support/v1_lua to v5_lua, exactly as they shipped)
+// as fixtures in tests/fixtures/v1_lua to v5_lua, exactly as they shipped)
 // against this version's (6), on the same keys. A mixed fleet must
 // fail loudly, never run two queues, and never let fences go back.
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "support/child_process.h"
+#include "kit/child_process.h"
 
 namespace fairlock::test {
 
