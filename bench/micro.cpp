@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common.h"
-#include "protocol.h"  // src/: new_member, the per-claim member; Keys
+#include "protocol/protocol.h"  // src/: new_member, the per-claim member; Keys
 #include "systems.h"
 
 namespace {

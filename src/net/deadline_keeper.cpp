@@ -1,0 +1,48 @@
+#include "net/deadline_keeper.h"
+
+#include <utility>
+#include <vector>
+
+namespace fairlock::detail {
+
+DeadlineKeeper::~DeadlineKeeper() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.stop();
+}
+
+void DeadlineKeeper::lower(const std::shared_ptr<MovableDeadline>& deadline, Time at) {
+  if (!deadline->lower(at)) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  cuts_.push(Cut{at, deadline});
+  if (!started_) {
+    started_ = true;
+    thread_.start([this] { loop(); });
+  }
+  cv_.notify_all();
+}
+
+void DeadlineKeeper::loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stopping_) {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<MovableDeadline>> due;
+    for (; !cuts_.empty() && cuts_.top().at <= now; cuts_.pop()) {
+      if (auto d = cuts_.top().deadline.lock()) due.push_back(std::move(d));
+    }
+    if (!due.empty()) {
+      lk.unlock();
+      for (const auto& d : due) d->cut_if_due();
+      lk.lock();
+    } else if (cuts_.empty()) {
+      cv_.wait(lk);
+    } else {
+      cv_.wait_until(lk, cuts_.top().at);
+    }
+  }
+}
+
+}  // namespace fairlock::detail
