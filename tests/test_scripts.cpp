@@ -13,7 +13,7 @@
 #include "net/connection.h"
 #include "node/script_runner.h"
 #include "node/server.h"
-#include "protocol/protocol.h"
+#include "node/server_calls.h"
 #include "redis_server.h"
 #include "test_util.h"
 

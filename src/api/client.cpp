@@ -5,7 +5,8 @@
 
 #include "api/client_impl.h"
 #include "fairlock/errors.h"
-#include "protocol/protocol.h"
+#include "node/server_calls.h"
+#include "protocol/formats.h"
 
 namespace fairlock {
 namespace detail {

@@ -13,6 +13,8 @@
 #include "net/socket.h"
 #include "net/tls.h"
 #include "node/router.h"
+#include "node/server_calls.h"
+#include "protocol/formats.h"
 
 namespace fairlock::detail {
 

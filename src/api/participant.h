@@ -24,7 +24,7 @@
 #include "fairlock/fair_semaphore.h"
 #include "fairlock/options.h"
 #include "net/call_deadline.h"
-#include "protocol/protocol.h"
+#include "protocol/calls.h"
 
 namespace fairlock::detail {
 

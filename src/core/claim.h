@@ -12,7 +12,7 @@
 #include "base/counters.h"
 #include "base/retry_policy.h"
 #include "core/session.h"
-#include "protocol/protocol.h"
+#include "protocol/calls.h"
 
 namespace fairlock::detail {
 
@@ -50,7 +50,7 @@ struct ReleasePlan {
   enum class Kind { not_held, released_at_shutdown, release } kind = Kind::not_held;
   std::string member;
   std::string lost_reason;    // non-empty: the grant was known lost before
-  bool queued_first = false;  // the member queued before it was granted (protocol.h: release)
+  bool queued_first = false;  // the member queued before it was granted (protocol/calls.h: release_call)
 };
 
 // What an event changed that the driver must act on outside its lock.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "node/router.h"
+#include "node/server_calls.h"
 
 namespace fairlock::detail {
 

@@ -21,7 +21,7 @@
 #include "base/counters.h"
 #include "base/owned_thread.h"
 #include "node/wake.h"
-#include "protocol/protocol.h"
+#include "protocol/calls.h"
 
 namespace spdlog {
 class logger;

@@ -9,7 +9,7 @@
 #include "fairlock/options.h"
 #include "node/server.h"
 #include "node/wake.h"
-#include "protocol/protocol.h"
+#include "protocol/keys.h"
 
 namespace spdlog {
 class logger;

@@ -8,7 +8,7 @@
 #include <map>
 #include <vector>
 
-#include "protocol/protocol.h"
+#include "protocol/scripts.h"
 
 struct redisReply;
 

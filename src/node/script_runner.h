@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "net/connection.h"
-#include "protocol/protocol.h"
+#include "protocol/scripts.h"
 
 namespace fairlock::detail {
 

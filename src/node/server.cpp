@@ -28,12 +28,6 @@ void Server::open() {
   }
 }
 
-ReplyPtr Server::run(Script s, const Keys& keys, std::vector<std::string> args) {
-  ReplyPtr r = run_one(ScriptCall{s, &keys, std::move(args)});
-  if (is_error(*r)) throw_reply_error(*r, std::string("fairlock ").append(script_name(s)));
-  return r;
-}
-
 ReplyPtr Server::run_one(ScriptCall call) {
   std::vector<ScriptCall> calls;  // (not {call}: an initializer list copies its arguments)
   calls.push_back(std::move(call));

@@ -11,7 +11,7 @@
 #include "net/pool.h"
 #include "node/eviction_check.h"
 #include "node/script_runner.h"
-#include "protocol/protocol.h"
+#include "protocol/scripts.h"
 
 namespace spdlog {
 class logger;
@@ -38,8 +38,6 @@ class Server {
   // its checks run (EvictionCheck): throws EvictionPolicyError. Any other
   // failure (unreachable now, a wrong password) is left to the first call.
   void open();
-  // One script call; an error reply is thrown typed (ServerError, ...).
-  ReplyPtr run(Script s, const Keys& keys, std::vector<std::string> args);
   // One script call; an error reply is returned in place.
   ReplyPtr run_one(ScriptCall call);
   // Script calls in one round trip; error replies are left in place.

@@ -12,7 +12,7 @@
 #include "net/call_deadline.h"
 #include "net/tls.h"
 #include "node/server.h"
-#include "protocol/protocol.h"
+#include "protocol/formats.h"
 
 namespace fairlock::detail {
 
