@@ -14,11 +14,6 @@ namespace {
 // The longest lease or liveness a script takes, and the largest ms figure
 // in a reply (lua/lib.lua MAX_MS).
 constexpr long long kMaxMs = 2147483647;
-}  // namespace
-
-// ---------------------------------------------------------------- typed calls
-
-namespace {
 
 std::string str(long long v) { return std::to_string(v); }
 
