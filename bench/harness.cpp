@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "child_process.h"
-#include "protocol.h"  // src/: the wake channel format
+#include "protocol/formats.h"  // src/: the wake channel format
 #include "systems.h"
 
 namespace fbench {

@@ -11,7 +11,8 @@
 #include <string>
 
 #include "common.h"
-#include "protocol.h"  // src/: new_member, the per-claim member; Keys
+#include "protocol/formats.h"  // src/: new_member, the per-claim member
+#include "protocol/keys.h"     // src/: Keys
 #include "systems.h"
 
 namespace {

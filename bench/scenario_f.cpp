@@ -9,9 +9,9 @@
 #include <memory>
 #include <thread>
 
+#include "core/session.h"
 #include "harness.h"
 #include "scenarios.h"
-#include "session.h"
 #include "systems.h"
 
 namespace fbench {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "protocol.h"  // fairlock's embedded scripts and their SHA1s (src/)
+#include "protocol/scripts.h"  // fairlock's embedded scripts and their SHA1s (src/)
 
 namespace fbench {
 

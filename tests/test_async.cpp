@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/session.h"
 #include "outcomes.h"
-#include "session.h"
 #include "test_util.h"
 
 namespace fairlock::test {

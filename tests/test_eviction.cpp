@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "child.h"
-#include "eviction_check.h"
+#include "node/eviction_check.h"
 #include "test_util.h"
 
 namespace fairlock::test {

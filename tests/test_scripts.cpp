@@ -9,12 +9,12 @@
 #include <functional>
 #include <thread>
 
-#include "connection.h"
 #include "fairlock_lua.h"
-#include "protocol.h"
+#include "net/connection.h"
+#include "node/script_runner.h"
+#include "node/server.h"
+#include "node/server_calls.h"
 #include "redis_server.h"
-#include "script_runner.h"
-#include "server.h"
 #include "test_util.h"
 
 namespace fairlock::test {

@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "child.h"
-#include "connection.h"
 #include "fairlock/errors.h"
+#include "net/connection.h"
+#include "net/tls.h"
 #include "test_util.h"
-#include "tls.h"
 #include "tls_pki.h"
 
 namespace fairlock::test {

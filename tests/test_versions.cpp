@@ -15,7 +15,7 @@
 #include "fairlock/errors.h"
 #include "fairlock/fair_lock.h"
 #include "fairlock_lua.h"
-#include "protocol.h"
+#include "protocol/keys.h"
 #include "redis_server.h"
 #include "test_util.h"
 

@@ -19,7 +19,6 @@ my $root = shift // '.';
 
 # Linked from the README but written on another branch: reported, not failed,
 # while missing. Remove an entry once its file is merged.
-my %pending = ('docs/ARCHITECTURE.md' => 'issue 32 item 2');
 
 sub slurp {
   my ($f) = @_;
@@ -74,11 +73,7 @@ sub check_links {
     my $target = $path eq '' ? $doc : join '/', grep { $_ ne '.' } dirname($doc), $path;
     1 while $target =~ s{(^|/)(?!\.\./)[^/]+/\.\./}{$1};
     if (!-e "$root/$target") {
-      if ($pending{$target}) {
-        print "note: $doc links $target, not here yet ($pending{$target})\n";
-      } else {
-        fail("$doc: link $link: no file $target\n");
-      }
+      fail("$doc: link $link: no file $target\n");
       next;
     }
     next unless defined $anchor && $target =~ /\.md$/;

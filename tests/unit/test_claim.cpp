@@ -5,8 +5,8 @@
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "claim.h"
-#include "session.h"
+#include "core/claim.h"
+#include "core/session.h"
 
 namespace fairlock::test {
 namespace {

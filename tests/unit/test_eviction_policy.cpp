@@ -2,7 +2,7 @@
 // check itself, against servers, is in tests/test_eviction.cpp).
 #include <gtest/gtest.h>
 
-#include "eviction_check.h"
+#include "node/eviction_check.h"
 
 namespace fairlock::test {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "session.h"
+#include "core/session.h"
 
 namespace fairlock::test {
 namespace {

@@ -2,7 +2,7 @@
 // against servers, is in tests/test_scripts.cpp).
 #include <gtest/gtest.h>
 
-#include "script_runner.h"
+#include "node/script_runner.h"
 
 namespace fairlock::test {
 namespace {

@@ -1,0 +1,135 @@
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+#include "api/client_impl.h"
+#include "fairlock/errors.h"
+#include "node/server_calls.h"
+#include "protocol/formats.h"
+
+namespace fairlock {
+namespace detail {
+
+namespace {
+
+void check_duration(std::chrono::milliseconds v, const char* what) {
+  if (v.count() <= 0) throw std::invalid_argument(std::string(what) + ": must be positive");
+  if (v > limits::kMaxDuration) throw std::invalid_argument(std::string(what) + ": at most 2147483647 ms");
+}
+
+void check_tls(const Options& o) {
+  const TlsOptions& t = o.tls;
+  if (t.cert_file.empty() != t.key_file.empty()) {
+    throw std::invalid_argument("tls: cert_file and key_file go together (both or neither)");
+  }
+  if (t.min_version != TlsVersion::v1_2 && t.min_version != TlsVersion::v1_3) {
+    throw std::invalid_argument("tls: min_version must be TlsVersion::v1_2 or v1_3");
+  }
+  const bool any = !t.ca_file.empty() || !t.ca_dir.empty() || !t.cert_file.empty() || !t.server_name.empty() ||
+                   t.insecure_skip_verify_testing_only || t.min_version != TlsVersion::v1_2;
+  if (any && !parse_url(o.url).tls) throw std::invalid_argument("tls: TLS options are set but url is not rediss://");
+}
+
+Options validated(Options o) {
+  parse_url(o.url);
+  check_tls(o);
+  if (o.key_prefix.empty()) throw std::invalid_argument("key_prefix: must not be empty");
+  if (o.key_prefix.size() > 128) throw std::invalid_argument("key_prefix: longer than 128 bytes");
+  if (o.key_prefix.find_first_of("{}") != std::string::npos) {
+    throw std::invalid_argument("key_prefix: must not contain '{' or '}'");
+  }
+  check_duration(o.connect_timeout, "connect_timeout");
+  check_duration(o.command_timeout, "command_timeout");
+  check_duration(o.liveness_ttl, "liveness_ttl");
+  if (o.liveness_ttl.count() < 30) throw std::invalid_argument("liveness_ttl: at least 30 ms");
+  if (o.pool_size < 1 || o.pool_size > 1024) throw std::invalid_argument("pool_size: must be in [1, 1024]");
+  return o;
+}
+
+std::shared_ptr<spdlog::logger> logger_of(const Options& o) {
+  if (o.logger) return o.logger;
+  // Unregistered and silent: the library never touches spdlog's registry.
+  return std::make_shared<spdlog::logger>("fairlock", std::make_shared<spdlog::sinks::null_sink_mt>());
+}
+
+const char* mode_name(Notify mode) {
+  switch (mode) {
+    case Notify::publish: return "publish";
+    case Notify::keyspace: return "keyspace";
+    case Notify::poll: return "poll";
+  }
+  return "?";
+}
+
+}  // namespace
+
+ClientImpl::ClientImpl(Options o)
+    : opts_(validated(std::move(o))),
+      log_(logger_of(opts_)),
+      id_(random_hex(8)),
+      mode_(opts_.notify),
+      async_(opts_.executor, log_, opts_.command_timeout, keeper_),
+      session_(opts_.liveness_ttl, counters_, *log_),
+      router_(make_router(opts_, id_, session_, counters_, *log_)) {}
+
+ClientImpl::~ClientImpl() { shutdown(); }
+
+void ClientImpl::start() {
+  session_.set_owner([weak = weak_from_this()] { return std::shared_ptr<void>(weak.lock()); });
+  mode_ = router_->start();
+  session_.start(*router_);
+  log_->info("fairlock: client {} started ({} mode)", id_, mode_name(mode_));
+}
+
+void ClientImpl::check_running() const {
+  if (stopping_.load()) throw Error("fairlock: the client is shut down");
+}
+
+void ClientImpl::shutdown() noexcept {
+  stopping_.store(true);
+  session_.shutdown();  // cancels every wait: the async thread then ends those it drives
+  async_.stop();
+  router_->stop();
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- Client
+
+Client::Client(Options options) : impl_(std::make_shared<detail::ClientImpl>(std::move(options))) { impl_->start(); }
+
+Client::~Client() { impl_->shutdown(); }
+
+void Client::shutdown() noexcept { impl_->shutdown(); }
+
+const Options& Client::options() const { return impl_->options(); }
+
+const std::string& Client::id() const { return impl_->id(); }
+
+Notify Client::notify_mode() const { return impl_->mode(); }
+
+Stats Client::stats() const { return impl_->counters().snapshot(); }
+
+QueueState Client::inspect(const std::string& name, std::size_t max_waiters) {
+  impl_->check_running();
+  detail::Keys keys(impl_->options().key_prefix, name);
+  return detail::inspect(impl_->router().for_keys(keys).server, keys, name, max_waiters);
+}
+
+Evicted Client::evict(const std::string& name, const std::string& token) {
+  impl_->check_running();
+  detail::Keys keys(impl_->options().key_prefix, name);
+  return detail::evict(impl_->router().for_keys(keys).server, keys, token);
+}
+
+std::vector<NameSummary> Client::list(const std::string& pattern) {
+  impl_->check_running();
+  std::vector<NameSummary> out;
+  impl_->router().for_each([&](detail::Node& node) {
+    for (auto& n : detail::list(node.server, impl_->options().key_prefix, pattern)) out.push_back(std::move(n));
+  });
+  return out;
+}
+
+}  // namespace fairlock

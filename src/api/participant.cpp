@@ -1,0 +1,508 @@
+#include "api/participant.h"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include "api/client_impl.h"
+#include "base/retry_policy.h"
+#include "fairlock/errors.h"
+#include "net/call_deadline.h"
+#include "net/socket.h"
+#include "net/tls.h"
+#include "node/router.h"
+#include "node/server_calls.h"
+#include "protocol/formats.h"
+
+namespace fairlock::detail {
+
+using std::chrono::steady_clock;
+
+namespace {
+
+// The server refused (an error reply), or the setup is wrong (a certificate
+// that does not verify): waiting and asking again cannot help.
+bool refused(const Error& e) { return dynamic_cast<const ServerError*>(&e) != nullptr || wrong_setup(e); }
+
+// How an acquire call that was not refused failed.
+Claim::Failure failure_of(const Error& e) {
+  if (dynamic_cast<const ScriptsFlushed*>(&e) != nullptr) return Claim::Failure::not_run;
+  if (dynamic_cast<const NotConnected*>(&e) != nullptr) return Claim::Failure::unsent;
+  return Claim::Failure::in_doubt;
+}
+
+}  // namespace
+
+Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits, LockOptions opts)
+    : client_(std::move(client)),
+      name_(std::move(name)),
+      permits_(permits),
+      opts_(std::move(opts)),
+      keys_(client_->options().key_prefix, name_),
+      claim_(ClaimConfig{permits_, opts_.lease, client_->options().liveness_ttl, opts_.auto_renew},
+             client_->counters()) {
+  if (permits_ < 1) throw std::invalid_argument("permits: must be at least 1");
+  if (permits_ > limits::kMaxPermits) throw std::invalid_argument("permits: at most 1000000");
+  if (opts_.lease.count() <= 0) throw std::invalid_argument("lease: must be positive");
+  if (opts_.lease < limits::kMinLease) {
+    throw std::invalid_argument("lease: at least " + std::to_string(limits::kMinLease.count()) +
+                                " ms (the heartbeat renews a grant every third of its lease, at most every 10 ms"
+                                " plus a round trip: a shorter lease is lost before it can be renewed)");
+  }
+  if (opts_.lease > limits::kMaxDuration) throw std::invalid_argument("lease: at most 2147483647 ms");
+  client_->check_running();
+}
+
+Node& Participant::node() const { return client_->router().for_keys(keys_); }
+
+// ---------------------------------------------------------------- the blocking driver
+
+bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
+  client_->check_running();
+  // Keep ourselves alive for the whole wait: the owning object may be
+  // destroyed or moved from another thread, which cancels this wait.
+  const auto self = shared_from_this();
+  const std::string member = start_wait(deadline, queue);
+  Wake& wake = node().wake;
+  const bool watched = queue && client_->mode() == Notify::keyspace && watch_within(wake, deadline);
+  struct Unwatch {
+    Wake& wake;
+    const std::string& name;
+    bool on;
+    Unwatch(Wake& w, const std::string& n, bool watching) : wake(w), name(n), on(watching) {}  // C++20: no aggregate
+    Unwatch(const Unwatch&) = delete;
+    Unwatch& operator=(const Unwatch&) = delete;
+    ~Unwatch() {
+      if (on) wake.unwatch(name);
+    }
+  } unwatch{wake, name_, watched};
+  return drive(member, watched);
+}
+
+// Subscribes to the name's wake channel, waiting for the confirmation no
+// longer than the wait's deadline (a stopped server never confirms): false
+// if unconfirmed, and the wait polls.
+bool Participant::watch_within(Wake& wake, std::optional<SteadyTime> deadline) {
+  const CallDeadline bound(deadline);
+  return wake.watch(name_, true, &cancel_requested_);
+}
+
+std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool queue) {
+  std::string member = new_member(client_->mode(), client_->id(), opts_.lease);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (async_) throw std::logic_error("fairlock: " + name_ + " is already waiting asynchronously");
+    claim_.begin(member, queue, deadline, name_);
+    cancel_requested_ = false;
+  }
+  client_->session().enlist(member, shared_from_this(), opts_.lease);
+  return member;
+}
+
+// Runs the claim's steps until the wait ends. Every way out either holds
+// the grant or has left the queue.
+bool Participant::drive(const std::string& member, bool watched) {
+  std::unique_lock<std::mutex> lk(mu_);
+  try {
+    for (;;) {
+      const Step step = claim_.next(steady_clock::now(), wait_context(watched));
+      switch (step.kind) {
+        case Step::Kind::ask: ask(lk, member, step); break;
+        case Step::Kind::wait: cv_.wait_until(lk, step.until); break;
+        case Step::Kind::give_up: give_up(lk, member); break;
+        case Step::Kind::granted: return finish_granted(lk);
+        case Step::Kind::timed_out:
+        case Step::Kind::busy:
+          lk.unlock();
+          client_->session().delist(member);
+          return false;
+        case Step::Kind::cancelled:
+          claim_.finish_cancelled();
+          lk.unlock();
+          leave_within(member, retry::kGiveUpGrace);  // a stalled server must not hold the caller
+          throw wait_cancelled();
+      }
+    }
+  } catch (...) {
+    if (!lk.owns_lock()) lk.lock();
+    fail_wait(lk, member);
+    throw;
+  }
+}
+
+// A wait ends with an error: if it still queues, it leaves (best effort,
+// whatever went wrong), with a cancel call unless `call_server` is false
+// (then its entry goes as an abandoned one: see settle_leave). Called locked,
+// returns unlocked.
+void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server) noexcept {
+  // Only this wait's own: once it has ended, another thread may have begun
+  // the object's next wait, which this one must never touch.
+  const bool still_waiting = claim_.waiting() && claim_.member() == member;
+  if (still_waiting) claim_.abort();
+  lk.unlock();
+  if (!still_waiting) return;
+  if (call_server) {
+    leave_within(member, retry::kGiveUpGrace);  // an error: the server may be in trouble
+  } else {
+    client_->session().delist(member);
+  }
+}
+
+WaitContext Participant::wait_context(bool watched) const {
+  const Notify mode = client_->mode();
+  const bool signals = node().wake.signals_ok() && (mode == Notify::publish || (mode == Notify::keyspace && watched));
+  return WaitContext{client_->stopped(), signals, client_->session().heartbeat_period()};
+}
+
+void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step) {
+  calls_->begin(claim_.deadline());  // a stalled server never holds us past it, or past a cancel
+  lk.unlock();
+  const SteadyTime sent = steady_clock::now();
+  Acquired reply;
+  std::exception_ptr error;
+  {
+    const MovableDeadline::Calls calls(*calls_);  // ends the series however the call ends
+    try {
+      reply = detail::acquire(node().server, keys_, acquire_args(member, step));
+    } catch (const Error&) {
+      error = std::current_exception();
+    }
+  }
+  lk.lock();
+  settle_ask(lk, reply, error, sent);
+}
+
+AcquireArgs Participant::acquire_args(const std::string& member, const Step& step) const {
+  return AcquireArgs{member, permits_, opts_.lease, client_->options().liveness_ttl, step.queue, step.first};
+}
+
+// The acquire call sent at `sent` came back, or failed with `error`: the
+// claim takes it in, or it ends the wait (thrown: the caller leaves).
+void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
+                             SteadyTime sent) {
+  if (!error) {
+    apply(lk, claim_.on_acquired(reply, sent));
+    return;
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    if (refused(e)) throw;
+    const Claim::Failure failure = failure_of(e);
+    if (!claim_.on_ask_failed(sent, steady_clock::now(), failure)) {
+      if (claim_.cancel_requested()) throw wait_cancelled();  // a try cut short by its cancel
+      throw;
+    }
+    if (failure == Claim::Failure::not_run) {
+      client_->log().warn("fairlock: acquire of {}: {}; retrying", name_, e.what());
+    } else {
+      client_->log().debug("fairlock: acquire of {} failed, retrying: {}", name_, e.what());
+    }
+  }
+}
+
+// The deadline passed: leave the queue, learning whether a grant came
+// meanwhile (kept, for as long as the server says). The call gets a short
+// grace, not the whole command_timeout: if the server does not answer in
+// time, the wait times out now and the leave is settled in the background.
+void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& member) {
+  lk.unlock();
+  const SteadyTime sent = steady_clock::now();
+  CancelResult left;
+  try {
+    const CallDeadline bound(sent + retry::kGiveUpGrace);
+    left = detail::cancel(node().server, keys_, member, permits_);
+  } catch (const Error& e) {
+    client_->log().debug("fairlock: leaving the queue of {} at the deadline: {}; settling it in the background", name_,
+                         e.what());
+    leave_later(member);
+  }
+  lk.lock();
+  claim_.on_gave_up(left, sent);
+}
+
+// Leaves the queue, for `grace` at most: then it is settled in the background.
+void Participant::leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept {
+  client_->session().delist(member);
+  const CallDeadline bound(steady_clock::now() + grace);  // the release of a grant it finds too
+  settle_leave(
+      member, [&] { return detail::cancel(node().server, keys_, member, permits_); }, [&] { leave_later(member); });
+}
+
+// Leaves the queue in the background, for a wait that has already ended:
+// the cancel (and the release of a grant it finds) ride with the async
+// thread's next round of calls. If they fail too, the entry goes as an
+// abandoned one (see settle_leave).
+void Participant::leave_later(const std::string& member) noexcept {
+  client_->session().delist(member);
+  try {
+    client_->async().post_call(
+        node().server, cancel_call(keys_, member, permits_),
+        [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
+          self->left_later(member, reply, error);
+        });
+  } catch (const std::exception& e) {
+    client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
+  }
+}
+
+void Participant::left_later(const std::string& member, const redisReply* reply,
+                             const std::exception_ptr& error) noexcept {
+  try {
+    if (error) std::rethrow_exception(error);
+    if (parse_cancelled(*reply).status != CancelResult::Status::granted) return;
+    client_->async().post_call(node().server, release_call(keys_, member, permits_, true),
+                               [self = shared_from_this()](const redisReply* r, const std::exception_ptr& e) {
+                                 if (e || is_error(*r)) self->log_abandoned("the release of a grant it found failed");
+                               });
+  } catch (const std::exception& e) {
+    log_abandoned(e.what());
+  }
+}
+
+void Participant::log_abandoned(const std::string& why) noexcept {
+  client_->log().warn(
+      "fairlock: could not leave the queue of {} ({}): the entry expires with this process's liveness, a grant "
+      "with its lease",
+      name_, why);
+}
+
+bool Participant::finish_granted(std::unique_lock<std::mutex>& lk) {
+  if (!client_->stopped()) return true;
+  lk.unlock();
+  abandon();
+  throw Cancelled("fairlock: client is shut down");
+}
+
+// What the cancel call of a leave found (`left` returns it, or throws how
+// the call failed): a grant handed over meanwhile is released. Best effort:
+// if this fails the entry is abandoned. It lives while this process's
+// liveness on the name does (docs/PROTOCOL.md: one per process, renewed for
+// its other waiters there); then it is skipped at the head. If it reaches
+// the head first, its grant runs out by that liveness: nobody renews it.
+void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left,
+                               const std::function<void()>& on_failure) noexcept {
+  try {
+    // Granted while it was giving up: by a handoff, as a rule (a wrong hint
+    // costs up to three commands, no other answer: lua/release.lua).
+    if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_, true);
+  } catch (const std::exception& e) {
+    if (on_failure) {
+      client_->log().debug("fairlock: leaving the queue of {}: {}; settling it in the background", name_, e.what());
+      on_failure();
+      return;
+    }
+    client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
+  }
+}
+
+// ---------------------------------------------------------------- release
+
+Cancelled Participant::wait_cancelled() const { return Cancelled("fairlock: wait for " + name_ + " cancelled"); }
+
+Released Participant::release() noexcept {
+  ReleasePlan plan;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    plan = claim_.begin_release();
+  }
+  if (plan.kind == ReleasePlan::Kind::not_held) return Released::not_held;
+  client_->session().delist(plan.member);
+  if (plan.kind == ReleasePlan::Kind::released_at_shutdown) return Released::lost;  // Client::shutdown released it
+  return release_member(plan);
+}
+
+void Participant::unlock() noexcept {
+  if (release() == Released::not_held) client_->log().warn("fairlock: unlock of {}: not held", name_);
+}
+
+Released Participant::release_member(const ReleasePlan& plan) noexcept {
+  bool released = false;
+  std::string error;
+  std::string unconfirmed;
+  try {
+    try {
+      released = detail::release(node().server, keys_, plan.member, permits_, plan.queued_first);
+    } catch (const ConnectionError& e) {
+      // Once more on a fresh connection: the server may have closed ours
+      // (restart, CLIENT KILL) just now. If this one finds nothing, the
+      // first attempt may have run, or the grant was already lost: which,
+      // nobody can tell, so it is reported lost, never released.
+      client_->log().debug("fairlock: release of {} failed, retrying once: {}", name_, e.what());
+      released = detail::release(node().server, keys_, plan.member, permits_, plan.queued_first);
+      if (!released) unconfirmed = " (the first release attempt was cut off in transit: it may have run)";
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!error.empty() && plan.lost_reason.empty()) {
+    // The grant runs out with its lease; the next waiter gets it then.
+    client_->log().warn("fairlock: release of {} failed (it expires with its lease): {}", name_, error);
+    return Released::failed;
+  }
+  if (released && plan.lost_reason.empty()) return Released::released;
+  if (!plan.lost_reason.empty()) {  // reported when it was learned
+    client_->log().warn("fairlock: lock {} lost: {}", name_, plan.lost_reason);
+    return Released::lost;
+  }
+  client_->counters().add(&Stats::lost);
+  report_lost("the grant was gone when unlock ran (lease expired or evicted)" + unconfirmed);
+  return Released::lost;
+}
+
+void Participant::release_quietly(const std::string& member, bool queued_first) noexcept {
+  try {
+    detail::release(node().server, keys_, member, permits_, queued_first);
+  } catch (const std::exception& e) {
+    client_->log().warn("fairlock: release of {} failed (it expires with its lease): {}", name_, e.what());
+  }
+}
+
+void Participant::cancel() noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (claim_.cancel()) end_soon();
+}
+
+void Participant::abandon() noexcept {
+  ReleasePlan plan;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (async_) {  // an asynchronous wait, perhaps granted but not yet delivered: it ends Cancelled
+      abandoned_ = true;
+      if (claim_.cancel()) {
+        end_soon();
+      } else {
+        notify_waiter();
+      }
+      return;
+    }
+    if (claim_.cancel()) {  // another thread waits: make it leave
+      end_soon();
+      return;
+    }
+    plan = claim_.begin_release();
+  }
+  if (plan.kind == ReleasePlan::Kind::not_held) return;
+  client_->session().delist(plan.member);
+  if (plan.kind == ReleasePlan::Kind::release) release_quietly(plan.member, plan.queued_first);
+}
+
+bool Participant::owns() const noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  return claim_.owns(steady_clock::now());
+}
+
+std::uint64_t Participant::fence() const noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  return claim_.fence();
+}
+
+// ---------------------------------------------------------------- events from the client's threads
+
+// The wait should look again: wake the parked thread, or have the async
+// thread look at it. Called locked.
+void Participant::notify_waiter() {
+  if (async_) {
+    client_->async().schedule(shared_from_this());
+  } else {
+    cv_.notify_all();
+  }
+}
+
+// The wait was cancelled: it ends soon, whatever the server does. A call
+// in progress gets a short grace to answer, then it is cut (the caller's
+// thread may be blocked in it on a stalled server), and the wait leaves the
+// queue within one more. Called locked.
+void Participant::end_soon() {
+  notify_waiter();
+  const SteadyTime now = steady_clock::now();
+  if (!async_) {
+    cancel_requested_ = true;  // a subscription it waits for gives up too
+    node().wake.nudge();
+    return client_->keeper()->lower(calls_, now + retry::kGiveUpGrace);
+  }
+  if (async_->deadline && *async_->deadline <= now) return;
+  if (async_->deadline) client_->async().untrack_deadline(*async_->deadline);
+  async_->deadline = now;  // the rounds its calls go in end by now + the grace
+  client_->async().track_deadline(now);
+}
+
+// Acts on what an event changed: callbacks run without the lock held.
+void Participant::apply(std::unique_lock<std::mutex>& lk, const Effects& fx) {
+  if (fx.wake) notify_waiter();
+  if (!(fx.position && opts_.on_position) && !fx.lost) return;
+  lk.unlock();
+  if (fx.position && opts_.on_position) report_position(*fx.position);
+  if (fx.lost) report_lost(*fx.lost);
+  lk.lock();
+}
+
+void Participant::report_position(std::size_t position) noexcept {
+  try {
+    opts_.on_position(position);
+  } catch (const std::exception& e) {
+    client_->log().error("fairlock: on_position callback of {} threw: {}", name_, e.what());
+  } catch (...) {
+    client_->log().error("fairlock: on_position callback of {} threw", name_);
+  }
+}
+
+void Participant::report_lost(const std::string& why) noexcept {
+  client_->log().warn("fairlock: lock {} lost: {}", name_, why);
+  if (!opts_.on_lost) return;
+  try {
+    opts_.on_lost();
+  } catch (const std::exception& e) {
+    client_->log().error("fairlock: on_lost callback of {} threw: {}", name_, e.what());
+  } catch (...) {
+    client_->log().error("fairlock: on_lost callback of {} threw", name_);
+  }
+}
+
+std::optional<SessionMember::Beat> Participant::beat_item(SteadyTime now) {
+  std::unique_lock<std::mutex> lk(mu_);
+  Effects fx;
+  auto item = claim_.beat_item(now, fx);
+  apply(lk, fx);
+  return item;
+}
+
+void Participant::on_beat(const Beat& beat, BeatResult result, SteadyTime sent_at) {
+  std::unique_lock<std::mutex> lk(mu_);
+  apply(lk, claim_.on_beat(beat.member, beat.holder, beat.lease, result, sent_at));
+}
+
+void Participant::on_beat_error(const Beat& beat, const std::string& error) {
+  std::lock_guard<std::mutex> lk(mu_);
+  claim_.on_beat_error(beat.member, error);
+}
+
+bool Participant::on_signal(const std::string& member, std::uint64_t fence) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!claim_.on_signal(member, fence)) return false;
+  notify_waiter();
+  return true;
+}
+
+bool Participant::kick() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!claim_.kick()) return false;
+  notify_waiter();
+  return true;
+}
+
+std::optional<std::uint64_t> Participant::waiting_ticket() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return claim_.waiting_ticket();
+}
+
+std::optional<std::string> Participant::on_shutdown() {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto member = claim_.on_shutdown();
+  end_soon();  // a wait in progress ends soon, even against a stalled server
+  return member;
+}
+
+}  // namespace fairlock::detail

@@ -1,0 +1,131 @@
+#pragma once
+// The claim of one FairLock / FairSemaphore object: the Claim state machine
+// behind a mutex, shared by the caller's thread and the client's threads
+// (session, wake, async), and its two drivers. The blocking one runs it on
+// the caller's thread: scripts are called there, and the thread parks only
+// while queued. The asynchronous one (participant_async.cpp) runs the same
+// steps on the client's async thread, its script calls batched with other
+// waiters'. Both settle replies and leave the queue with the same code.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "api/async_driver.h"
+#include "core/claim.h"
+#include "core/session.h"
+#include "fairlock/async.h"
+#include "fairlock/errors.h"
+#include "fairlock/fair_semaphore.h"
+#include "fairlock/options.h"
+#include "net/call_deadline.h"
+#include "protocol/calls.h"
+
+namespace fairlock::detail {
+
+class ClientImpl;
+struct Node;
+
+class Participant final : public SessionMember, public AsyncWaiter, public std::enable_shared_from_this<Participant> {
+ public:
+  Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits, LockOptions opts);
+
+  // deadline: nullopt waits until granted or cancelled. queue=false never
+  // queues (try_lock). Returns true when granted.
+  bool acquire(std::optional<SteadyTime> deadline, bool queue);
+  Released release() noexcept;
+  void unlock() noexcept;  // release(), with a warning if nothing was held
+  void cancel() noexcept;
+  void abandon() noexcept;  // destructor: release or leave, never throws
+  // The asynchronous driver: returns at once, `done` runs exactly once.
+  AcquireHandle acquire_async(std::optional<SteadyTime> deadline, bool queue, AcquireCallback done);
+  void cancel_wait(std::uint64_t wait) noexcept;  // AcquireHandle::cancel
+  void release_async(std::function<void(Released)> done);
+  std::optional<SteadyTime> advance(SteadyTime now, ScriptBatch& batch) override;
+
+  bool owns() const noexcept;
+  std::uint64_t fence() const noexcept;
+  const std::string& name() const noexcept override { return name_; }
+  std::uint32_t permits() const noexcept override { return permits_; }
+  const Keys& keys() const noexcept override { return keys_; }
+
+  // SessionMember: called by the client's threads.
+  std::optional<Beat> beat_item(SteadyTime now) override;
+  void on_beat(const Beat& beat, BeatResult result, SteadyTime sent_at) override;
+  void on_beat_error(const Beat& beat, const std::string& error) override;
+  bool on_signal(const std::string& member, std::uint64_t fence) override;
+  bool kick() override;
+  std::optional<std::uint64_t> waiting_ticket() const override;
+  std::optional<std::string> on_shutdown() override;
+
+ private:
+  bool watch_within(Wake& wake, std::optional<SteadyTime> deadline);
+  std::string start_wait(std::optional<SteadyTime> deadline, bool queue);
+  bool drive(const std::string& member, bool watched);
+  void ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step);
+  AcquireArgs acquire_args(const std::string& member, const Step& step) const;
+  void settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
+                  SteadyTime sent);
+  void notify_waiter();
+  void end_soon();
+  void fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server = true) noexcept;
+  // `on_failure`, if given, takes over when the calls fail (instead of a warning).
+  void settle_leave(const std::string& member, const std::function<CancelResult()>& left,
+                    const std::function<void()>& on_failure = {}) noexcept;
+  Cancelled wait_cancelled() const;
+  void report_position(std::size_t position) noexcept;
+  void report_lost(const std::string& why) noexcept;
+  void give_up(std::unique_lock<std::mutex>& lk, const std::string& member);
+  void leave_later(const std::string& member) noexcept;
+  void left_later(const std::string& member, const redisReply* reply, const std::exception_ptr& error) noexcept;
+  void log_abandoned(const std::string& why) noexcept;
+  void leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept;
+  bool finish_granted(std::unique_lock<std::mutex>& lk);
+  WaitContext wait_context(bool watched) const;
+  Released release_member(const ReleasePlan& plan) noexcept;
+  void release_quietly(const std::string& member, bool queued_first) noexcept;
+  void apply(std::unique_lock<std::mutex>& lk, const Effects& fx);
+
+  Node& node() const;
+
+  // --- the asynchronous driver (participant_async.cpp)
+  struct AsyncWait {
+    AcquireCallback done;
+    std::uint64_t id;
+    bool watched;                        // keyspace mode: subscribed to the name's wake channel
+    std::optional<SteadyTime> deadline;  // tracked (AsyncDriver): the wait's, or its cancel's
+  };
+  void send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now);
+  void send_give_up(ScriptBatch& batch, const std::string& member, SteadyTime sent);
+  void send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait);
+  void on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error, SteadyTime sent);
+  bool take_reply(const std::string& member, const std::function<void(std::unique_lock<std::mutex>&)>& take_in);
+  void finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result);
+  AsyncWait end_async(std::unique_lock<std::mutex>& lk, bool untrack = true);
+  void deliver(AsyncWait wait, const AcquireResult& result);
+  void fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error);
+
+  std::shared_ptr<ClientImpl> client_;
+  const std::string name_;
+  const std::uint32_t permits_;
+  const LockOptions opts_;
+  const Keys keys_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  Claim claim_;
+  // The blocking wait's call in progress: a cancel cuts it short.
+  const std::shared_ptr<MovableDeadline> calls_ = std::make_shared<MovableDeadline>();
+  std::atomic<bool> cancel_requested_{false};  // the blocking wait's, for Wake::watch (no lock order with it)
+  std::optional<AsyncWait> async_;             // the wait in progress is asynchronous
+  std::uint64_t waits_ = 0;                    // asynchronous waits begun (their ids)
+  bool abandoned_ = false;                     // the owning object went away during an asynchronous wait
+};
+
+}  // namespace fairlock::detail

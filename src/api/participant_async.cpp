@@ -1,0 +1,246 @@
+// The asynchronous driver of a Participant: the same Claim steps as the
+// blocking drive(), run by the client's async thread (AsyncDriver), their
+// script calls batched with other waiters'. Replies are settled by the code
+// the blocking driver uses; every way out runs the callback exactly once.
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "api/client_impl.h"
+#include "api/participant.h"
+#include "fairlock/errors.h"
+#include "node/router.h"
+#include "node/script_batch.h"
+
+namespace fairlock::detail {
+
+AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, bool queue, AcquireCallback done) {
+  if (!done) throw std::invalid_argument("done: the callback must not be empty");
+  client_->check_running();
+  const std::string member = start_wait(deadline, queue);  // throws while held or waiting
+  const bool watched = queue && client_->mode() == Notify::keyspace;
+  if (watched) node().wake.watch(name_, false);  // the wait polls until it is confirmed
+  std::uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    id = ++waits_;
+    async_ = AsyncWait{std::move(done), id, watched, deadline};
+    // Under the lock: a cancel or an end now untracks what was tracked.
+    if (deadline) client_->async().track_deadline(*deadline);
+  }
+  if (!client_->async().schedule(shared_from_this())) {  // the client shut down meanwhile
+    std::unique_lock<std::mutex> lk(mu_);
+    // Unless the async thread saw this wait after all (and so ends it):
+    if (async_ && async_->id == id) {
+      if (async_->watched) node().wake.unwatch(name_);
+      end_async(lk);
+      fail_wait(lk, member);
+      throw Error("fairlock: the client is shut down");
+    }
+  }
+  return AcquireHandle(weak_from_this(), id);
+}
+
+void Participant::cancel_wait(std::uint64_t wait) noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (async_ && async_->id == wait && claim_.cancel()) end_soon();
+}
+
+void Participant::release_async(std::function<void(Released)> done) {
+  client_->async().post([self = shared_from_this(), done = std::move(done)] {
+    const Released r = self->release();
+    if (done) self->client_->async().deliver([done, r] { done(r); });
+  });
+}
+
+// One look at the wait, on the async thread.
+std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batch) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!async_) return std::nullopt;  // ended already
+  const std::string member = claim_.member();
+  try {
+    const bool watched = async_->watched && node().wake.watching(name_);
+    const Step step = claim_.next(now, wait_context(watched));
+    switch (step.kind) {
+      case Step::Kind::ask: send_ask(batch, member, step, now); break;
+      case Step::Kind::wait: return step.until;
+      case Step::Kind::give_up: send_give_up(batch, member, now); break;
+      case Step::Kind::granted:
+        if (client_->stopped() || abandoned_) {  // granted as the client or the object goes away: give it back
+          finish_async(lk, AcquireResult::failed_with(std::make_exception_ptr(Cancelled(
+                               "fairlock: wait for " + name_ + " cancelled (its object or client went away)"))));
+          lk.unlock();
+          abandon();
+          break;
+        }
+        finish_async(lk, AcquireResult::granted_with(claim_.fence()));
+        break;
+      case Step::Kind::timed_out:
+      case Step::Kind::busy: {
+        const bool busy = step.kind == Step::Kind::busy;
+        client_->session().delist(member);
+        finish_async(lk, AcquireResult::failed_with(std::make_exception_ptr(
+                             TimeoutError("fairlock: " + name_ + (busy ? " is busy" : ": wait timed out")))));
+        break;
+      }
+      case Step::Kind::cancelled:
+        claim_.finish_cancelled();
+        // The callback runs once the queue is left; the wait's deadline still
+        // bounds that (a stalled server), so it stays tracked until then.
+        send_leave(batch, member, end_async(lk, false));
+        break;
+    }
+  } catch (...) {
+    if (!lk.owns_lock()) lk.lock();
+    fail_async(lk, std::current_exception());
+  }
+  return std::nullopt;
+}
+
+void Participant::send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now) {
+  batch.add(node().server, acquire_call(keys_, acquire_args(member, step)),
+            [self = shared_from_this(), member, now](const redisReply* reply, const std::exception_ptr& error) {
+              self->on_ask_reply(member, reply, error, now);
+            });
+}
+
+void Participant::on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error,
+                               SteadyTime sent) {
+  Acquired parsed;
+  if (!error) {
+    try {
+      parsed = parse_acquired(*reply);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  const bool taken = take_reply(member, [&](std::unique_lock<std::mutex>& lk) { settle_ask(lk, parsed, error, sent); });
+  if (taken || error || parsed.status != Acquired::Status::granted) return;
+  // The wait ended while the call was out. Granted by a signal meanwhile,
+  // the grant is ours; otherwise (its deadline, a cancel) it is nobody's,
+  // and goes back at once.
+  std::unique_lock<std::mutex> lk(mu_);
+  if (claim_.holds(member)) return;
+  lk.unlock();
+  leave_later(member);
+}
+
+// The deadline passed: the cancel rides in the batch, whose round the
+// wait's own deadline bounds (AsyncDriver::track_deadline). If the server
+// does not answer in that time, the wait times out all the same and leaving
+// is settled in the background.
+void Participant::send_give_up(ScriptBatch& batch, const std::string& member, SteadyTime sent) {
+  batch.add(node().server, cancel_call(keys_, member, permits_),
+            [self = shared_from_this(), member, sent](const redisReply* reply, const std::exception_ptr& error) {
+              self->take_reply(member, [&](std::unique_lock<std::mutex>& /*locked*/) {
+                CancelResult left;
+                if (error) {
+                  self->leave_later(member);
+                } else {
+                  left = parse_cancelled(*reply);
+                }
+                self->claim_.on_gave_up(left, sent);
+              });
+            });
+}
+
+// A reply to the wait of `member`, if it is still in progress (false
+// otherwise: a later wait of the object never takes an earlier one's
+// reply): `take_in` gives it to the claim (called locked), then the wait is
+// looked at again; what it throws ends the wait.
+bool Participant::take_reply(const std::string& member,
+                             const std::function<void(std::unique_lock<std::mutex>&)>& take_in) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!async_ || claim_.member() != member) return false;
+  try {
+    take_in(lk);
+    client_->async().schedule(shared_from_this());
+  } catch (...) {
+    if (!lk.owns_lock()) lk.lock();
+    fail_async(lk, std::current_exception());
+  }
+  return true;
+}
+
+// leave() for the async thread: the cancel call rides in the batch; the
+// callback gets Cancelled once it has run, as a blocking lock() throws
+// Cancelled after leaving.
+void Participant::send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait) {
+  client_->session().delist(member);
+  batch.add(node().server, cancel_call(keys_, member, permits_),
+            [self = shared_from_this(), member, wait = std::move(wait)](const redisReply* reply,
+                                                                        const std::exception_ptr& error) mutable {
+              self->settle_leave(
+                  member,
+                  [&] {
+                    if (error) std::rethrow_exception(error);
+                    return parse_cancelled(*reply);
+                  },
+                  [&] { self->leave_later(member); });
+              if (wait.deadline) self->client_->async().untrack_deadline(*wait.deadline);
+              self->deliver(std::move(wait),
+                            AcquireResult::failed_with(std::make_exception_ptr(self->wait_cancelled())));
+            });
+}
+
+// The wait is over: the callback runs (unlocked, through the executor).
+// Called locked, returns locked.
+void Participant::finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result) {
+  AsyncWait wait = end_async(lk);
+  lk.unlock();
+  deliver(std::move(wait), result);
+  lk.lock();
+}
+
+// Takes the wait out (a later wait of the object may begin at once), and
+// its deadline with it unless `untrack` is false (the caller untracks it).
+Participant::AsyncWait Participant::end_async(std::unique_lock<std::mutex>& /*locked*/, bool untrack) {
+  AsyncWait wait = std::move(*async_);
+  async_.reset();
+  if (untrack && wait.deadline) client_->async().untrack_deadline(*wait.deadline);
+  return wait;
+}
+
+void Participant::deliver(AsyncWait wait, const AcquireResult& result) {
+  if (wait.watched) node().wake.unwatch(name_);
+  client_->async().deliver([done = std::move(wait.done), result] { done(result); });
+}
+
+namespace {
+// The server answered (an error reply): leaving the queue is one quick call.
+// Otherwise it is unreachable or slow, and the async thread must not wait on
+// it once per waiter: the entry is abandoned (see Participant::settle_leave).
+bool server_answered(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConnectionError&) {
+    return false;
+  } catch (const TimeoutError&) {
+    return false;
+  } catch (const Cancelled&) {  // a call its cancel cut short: the server may be stalled
+    return false;
+  } catch (...) {
+    return true;
+  }
+}
+}  // namespace
+
+// The wait ends with an error. Called locked, returns locked.
+void Participant::fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error) {
+  if (!async_) return;
+  AsyncWait wait = end_async(lk);
+  const std::string member = claim_.member();
+  fail_wait(lk, member, server_answered(error));  // as the blocking driver, but never waits on a dead server
+  deliver(std::move(wait), AcquireResult::failed_with(error));
+  lk.lock();
+}
+
+}  // namespace fairlock::detail
+
+namespace fairlock {
+
+void AcquireHandle::cancel() const noexcept {
+  if (auto p = p_.lock()) p->cancel_wait(wait_);
+}
+
+}  // namespace fairlock

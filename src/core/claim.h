@@ -1,0 +1,164 @@
+#pragma once
+// One claim on one name as a state machine: events in (a script's reply, a
+// wake signal, a heartbeat result, a kick, a cancel, the clock), the next
+// step out (ask Redis, wait until, give up, done). It never blocks, never
+// does I/O and never reads the clock: the driver that owns it (the blocking
+// one in participant.cpp) does those and serialises the calls.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/counters.h"
+#include "base/retry_policy.h"
+#include "core/session.h"
+#include "protocol/calls.h"
+
+namespace fairlock::detail {
+
+struct ClaimConfig {
+  std::uint32_t permits;
+  std::chrono::milliseconds lease;
+  std::chrono::milliseconds liveness;
+  bool auto_renew;
+};
+
+// What the driver knows of the client when it asks for the next step.
+struct WaitContext {
+  bool stopped;                                // the client is shutting down
+  bool signals;                                // a wake signal would reach this wait
+  std::chrono::milliseconds heartbeat_period;  // caps the polling interval
+};
+
+struct Step {
+  enum class Kind {
+    ask,        // run acquire (`queue`, `first` say how), then on_acquired / on_ask_failed
+    wait,       // sleep until `until` or until an event arrives
+    give_up,    // the deadline passed: run cancel, then on_gave_up
+    cancelled,  // cancel() or shutdown: leave the queue, then finish_cancelled
+    granted,    // done: held
+    timed_out,  // done: left the queue at the deadline
+    busy,       // done: try_lock found no free permit
+  } kind;
+  SteadyTime until{};
+  bool queue = true;
+  bool first = false;  // the wait's first ask: its member was never sent
+};
+
+// What a release has to do.
+struct ReleasePlan {
+  enum class Kind { not_held, released_at_shutdown, release } kind = Kind::not_held;
+  std::string member;
+  std::string lost_reason;    // non-empty: the grant was known lost before
+  bool queued_first = false;  // the member queued before it was granted (protocol/calls.h: release_call)
+};
+
+// What an event changed that the driver must act on outside its lock.
+struct Effects {
+  bool wake = false;                    // a waiting driver should look again
+  std::optional<std::size_t> position;  // report to on_position
+  std::optional<std::string> lost;      // the grant was lost, with this reason
+};
+
+class Claim {
+ public:
+  Claim(ClaimConfig config, Counters& counters) : cfg_(config), counters_(counters) {}
+
+  // Starts a wait for a fresh member. Throws std::logic_error while held,
+  // waiting, or holding a grant found lost that release() has not taken.
+  void begin(std::string member, bool queue, std::optional<SteadyTime> deadline, const std::string& name);
+  Step next(SteadyTime now, const WaitContext& ctx);
+  // The acquire reply of a call sent at `sent`.
+  Effects on_acquired(const Acquired& reply, SteadyTime sent);
+  // How an acquire call failed.
+  enum class Failure {
+    refused,   // an error reply: not retried
+    unsent,    // no connection could be opened: nothing was sent
+    in_doubt,  // the call was sent, its reply lost: the script may have run
+    not_run,   // the server kept losing the scripts (FUNCTION or SCRIPT FLUSH): it did not run
+  };
+  // The acquire call sent at `sent` failed; true if the wait retries after
+  // a backoff.
+  bool on_ask_failed(SteadyTime sent, SteadyTime now, Failure failure);
+  // The cancel call sent at `sent` at the deadline came back.
+  void on_gave_up(const CancelResult& reply, SteadyTime sent);
+  void finish_cancelled();
+  // Any other way out of a wait (an error): idle again.
+  void abort();
+
+  ReleasePlan begin_release();
+  // The client shuts down: a wait is cancelled; a held grant's member is
+  // returned (the client releases it).
+  std::optional<std::string> on_shutdown();
+  // The owning object goes away: true if a wait was told to leave.
+  bool cancel();
+  bool cancel_requested() const { return cancelled_; }
+
+  // --- the session's events
+  std::optional<SessionMember::Beat> beat_item(SteadyTime now, Effects& effects);
+  Effects on_beat(const std::string& member, bool sent_as_holder, std::chrono::milliseconds sent_lease,
+                  BeatResult result, SteadyTime sent_at);
+  void on_beat_error(const std::string& member, const std::string& error);
+  bool on_signal(const std::string& member, std::uint64_t fence);
+  bool kick();
+  std::optional<std::uint64_t> waiting_ticket() const;
+
+  bool owns(SteadyTime now) const { return state_ == State::held && now < valid_until_; }
+  bool waiting() const { return state_ == State::waiting; }
+  std::optional<SteadyTime> deadline() const { return deadline_; }
+  // The grant of `member` is this claim's (held, or held and found lost).
+  bool holds(const std::string& member) const {
+    return (state_ == State::held || state_ == State::lost) && member_ == member;
+  }
+  std::uint64_t fence() const { return fence_; }
+  const std::string& member() const { return member_; }
+
+ private:
+  enum class State { idle, waiting, held, lost, shut_down };
+  Step ask(bool queue);
+  Step granted_with(std::uint64_t fence, SteadyTime valid_until);
+  std::chrono::milliseconds handoff_validity() const;
+  static SteadyTime server_deadline(SteadyTime sent, long long remaining_ms);
+  void note_next_expiry(long long next_ms, SteadyTime sent);
+  std::optional<Step> take_signal(SteadyTime now);
+  SteadyTime wake_time(SteadyTime now, const WaitContext& ctx) const;
+  std::chrono::steady_clock::duration poll_interval(std::chrono::milliseconds heartbeat_period) const;
+  std::string mark_lost(std::string why);
+  bool may_retry(SteadyTime sent, SteadyTime now, Failure failure);
+
+  const ClaimConfig cfg_;
+  Counters& counters_;
+
+  State state_ = State::idle;
+  std::string member_;
+  std::uint64_t fence_ = 0;
+  std::string lost_reason_;
+  std::string beat_error_;  // the last heartbeat failure, until one succeeds
+  SteadyTime refreshed_at_{};
+  SteadyTime valid_until_{};
+  bool lease_confirmed_ = false;
+
+  // The wait in progress.
+  bool queue_ = true;
+  std::optional<SteadyTime> deadline_;
+  std::optional<Step::Kind> outcome_;  // set once the wait has ended
+  bool sent_ask_ = false;              // an ask step was handed out
+  bool asked_ = false;                 // a first reply came back
+  bool maybe_queued_ = false;          // or a first call may have run
+  bool counted_wait_ = false;
+  std::uint64_t ticket_ = 0;
+  long long position_ = -1;
+  long long next_expiry_ms_ = -1;
+  SteadyTime expiry_at_{};
+  SteadyTime last_ok_{};
+  bool signalled_ = false;
+  std::uint64_t signal_fence_ = 0;
+  bool kicked_ = false;
+  bool cancelled_ = false;
+  std::optional<SteadyTime> timer_at_;       // the wait's own timer
+  std::optional<SteadyTime> retry_at_;       // after a failed ask
+  std::optional<SteadyTime> failing_since_;  // asks have failed in a row since then
+  std::chrono::milliseconds backoff_ = retry::kFirstBackoff;
+};
+
+}  // namespace fairlock::detail

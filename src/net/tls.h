@@ -1,0 +1,44 @@
+#pragma once
+// TLS with OpenSSL: one context per client (trusted CAs, client
+// certificate, minimum version, verification) and a Stream per connection,
+// set up over a connected socket. Nothing outside src/ sees an OpenSSL type.
+#include <memory>
+#include <string>
+
+#include "fairlock/errors.h"
+#include "net/stream.h"
+
+struct ssl_ctx_st;
+
+namespace fairlock {
+struct TlsOptions;
+}
+
+namespace fairlock::detail {
+
+class TlsContext {
+ public:
+  // Throws TlsError(bad_config) for a file that cannot be read or used.
+  explicit TlsContext(const TlsOptions& o);
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  // The TLS handshake over s (each step waits at most the socket's timeout),
+  // verifying the certificate for Options::tls.server_name or else host.
+  // Throws TlsError (or ConnectionError if the connection drops meanwhile).
+  std::unique_ptr<Stream> handshake(Socket s, const Endpoint& ep) const;
+  bool verifies() const { return verify_; }
+
+ private:
+  ssl_ctx_st* ctx_ = nullptr;
+  std::string server_name_;
+  bool verify_;
+};
+
+// A TlsError that retrying cannot cure (a certificate that does not verify,
+// a refused handshake), unlike those that may be a server going away or
+// paused: waits retry those as they retry an unreachable server.
+bool wrong_setup(const std::exception& e);
+
+}  // namespace fairlock::detail

@@ -1,0 +1,116 @@
+#include "net/url.h"
+
+#include <stdexcept>
+#include <string_view>
+
+namespace fairlock::detail {
+
+namespace {
+
+int parse_int(std::string_view s, int lo, int hi, const char* what) {
+  if (s.empty() || s.size() > 9) throw std::invalid_argument(std::string("url: bad ") + what);
+  int v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') throw std::invalid_argument(std::string("url: bad ") + what);
+    v = v * 10 + (c - '0');
+  }
+  if (v < lo || v > hi) throw std::invalid_argument(std::string("url: ") + what + " out of range");
+  return v;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+Endpoint parse_unix_url(std::string_view rest) {
+  Endpoint ep;
+  ep.unix_socket = true;
+  auto q = rest.find('?');
+  ep.path = std::string(rest.substr(0, q));
+  if (ep.path.empty() || ep.path[0] != '/') throw std::invalid_argument("url: unix socket path must be absolute");
+  if (q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    if (query.substr(0, 3) != "db=") throw std::invalid_argument("url: only ?db=N is understood");
+    ep.db = parse_int(query.substr(3), 0, 1 << 20, "db");
+  }
+  return ep;
+}
+
+// "[user:]password@" in front of the host, if any; returns what follows it.
+std::string_view take_credentials(std::string_view authority, Endpoint& ep) {
+  auto at = authority.rfind('@');
+  if (at == std::string_view::npos) return authority;
+  std::string_view cred = authority.substr(0, at);
+  auto colon = cred.find(':');
+  if (colon == std::string_view::npos) {
+    ep.password = percent_decode(cred);
+  } else {
+    ep.user = percent_decode(cred.substr(0, colon));
+    ep.password = percent_decode(cred.substr(colon + 1));
+  }
+  return authority.substr(at + 1);
+}
+
+void take_host_port(std::string_view hostport, Endpoint& ep) {
+  if (hostport.empty()) throw std::invalid_argument("url: missing host");
+  if (hostport.front() == '[') {  // [::1]:6379
+    auto close = hostport.find(']');
+    if (close == std::string_view::npos) throw std::invalid_argument("url: bad IPv6 host");
+    ep.host = std::string(hostport.substr(1, close - 1));
+    hostport = hostport.substr(close + 1);
+    if (!hostport.empty()) {
+      if (hostport.front() != ':') throw std::invalid_argument("url: bad port");
+      ep.port = parse_int(hostport.substr(1), 1, 65535, "port");
+    }
+  } else {
+    auto colon = hostport.rfind(':');
+    ep.host = std::string(hostport.substr(0, colon));
+    if (colon != std::string_view::npos) ep.port = parse_int(hostport.substr(colon + 1), 1, 65535, "port");
+  }
+  if (ep.host.empty()) throw std::invalid_argument("url: missing host");
+}
+
+Endpoint parse_tcp_url(std::string_view rest, bool tls) {
+  Endpoint ep;
+  ep.tls = tls;
+  auto slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) ep.db = parse_int(db, 0, 1 << 20, "db");
+  }
+  take_host_port(take_credentials(rest.substr(0, slash), ep), ep);
+  return ep;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+}  // namespace
+
+std::string Endpoint::where() const { return unix_socket ? path : host + ":" + std::to_string(port); }
+
+Endpoint parse_url(const std::string& url) {
+  constexpr std::string_view kRedis = "redis://", kRediss = "rediss://", kUnix = "unix://";
+  std::string_view u(url);
+  if (starts_with(u, kUnix)) return parse_unix_url(u.substr(kUnix.size()));
+  if (starts_with(u, kRedis)) return parse_tcp_url(u.substr(kRedis.size()), false);
+  if (starts_with(u, kRediss)) return parse_tcp_url(u.substr(kRediss.size()), true);
+  throw std::invalid_argument("url: must start with redis://, rediss:// or unix://");
+}
+
+}  // namespace fairlock::detail

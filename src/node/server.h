@@ -1,0 +1,61 @@
+#pragma once
+// One Redis server: its command pool, its heartbeat connection and dedicated
+// connections (the wake subscriber). Every Redis access goes through here.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/counters.h"
+#include "net/connection.h"
+#include "net/pool.h"
+#include "node/eviction_check.h"
+#include "node/script_runner.h"
+#include "protocol/scripts.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace fairlock::detail {
+
+// Which connections a call uses: the heartbeat has its own, so that waits
+// that fill the command pool never delay it.
+enum class Lane { commands, heartbeat };
+
+// How a client uses each server (from its Options).
+struct ServerConfig {
+  std::size_t pool_size;  // command connections
+  ScriptWay way;          // the first way to run the scripts
+  bool allow_evicting;    // Options::allow_evicting_server
+};
+
+class Server {
+ public:
+  Server(Target target, const ServerConfig& config, Counters& counters, spdlog::logger& log);
+
+  // Opens a command connection now rather than at the first call, so that
+  // its checks run (EvictionCheck): throws EvictionPolicyError. Any other
+  // failure (unreachable now, a wrong password) is left to the first call.
+  void open();
+  // One script call; an error reply is returned in place.
+  ReplyPtr run_one(ScriptCall call);
+  // Script calls in one round trip; error replies are left in place.
+  std::vector<ReplyPtr> run_batch(const std::vector<ScriptCall>& calls, Lane lane);
+  // A plain command; an error reply is thrown typed.
+  ReplyPtr command(const Argv& argv);
+  std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
+  // A connection of its own (the subscriber's).
+  std::unique_ptr<Connection> connect() const;
+  const Endpoint& endpoint() const { return target_.endpoint; }
+
+ private:
+  const Target target_;
+  Counters& counters_;
+  EvictionCheck eviction_;  // before the pools, which run it on each new connection
+  ScriptRunner scripts_;
+  Pool commands_;
+  Pool heartbeat_;
+};
+
+}  // namespace fairlock::detail

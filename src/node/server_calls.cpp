@@ -1,0 +1,129 @@
+#include "node/server_calls.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "fairlock/errors.h"
+#include "protocol/keys.h"
+
+namespace fairlock::detail {
+
+using std::chrono::milliseconds;
+
+Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& a) {
+  return parse_acquired(*server.run_one(acquire_call(keys, a)));
+}
+
+bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first) {
+  return parse_released(*server.run_one(release_call(keys, member, permits, queued_first)));
+}
+
+void release_all(Server& server, const std::vector<ReleaseCall>& calls) {
+  std::vector<ScriptCall> batch;
+  batch.reserve(calls.size());
+  for (const auto& c : calls) batch.push_back(release_call(*c.keys, c.member, c.permits, false));
+  server.run_batch(batch, Lane::commands);
+}
+
+CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
+  return parse_cancelled(*server.run_one(cancel_call(keys, member, permits)));
+}
+
+std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const std::vector<BeatName>& names) {
+  std::vector<ScriptCall> calls;
+  calls.reserve(names.size());
+  for (const auto& n : names) calls.push_back(heartbeat_call(n, liveness));
+  std::vector<ReplyPtr> replies = server.run_batch(calls, Lane::heartbeat);
+  std::vector<BeatReply> out;
+  out.reserve(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) out.push_back(parse_beats(*replies[i], names[i]));
+  return out;
+}
+
+QueueState inspect(Server& server, const Keys& keys, std::string name, std::size_t max_waiters) {
+  return parse_inspected(*server.run_one(inspect_call(keys, max_waiters)), std::move(name));
+}
+
+Evicted evict(Server& server, const Keys& keys, std::string_view member) {
+  return parse_evicted(*server.run_one(evict_call(keys, member)));
+}
+
+namespace {
+
+std::vector<std::string> scan_names(Server& server, std::string_view prefix, std::string_view pattern) {
+  const std::string match = key_pattern(prefix, pattern);
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  std::string cursor = "0";
+  do {
+    ReplyPtr r = server.command({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+    cursor = std::string(reply_string(reply_at(*r, 0)));
+    const auto& keys = reply_at(*r, 1);
+    for (std::size_t i = 0; i < reply_size(keys); ++i) {
+      std::string name = name_of_record_key(reply_string(reply_at(keys, i)), prefix);
+      if (!name.empty() && seen.insert(name).second) names.push_back(std::move(name));
+    }
+  } while (cursor != "0");
+  return names;
+}
+
+// The server's clock in ms, from a TIME reply.
+long long server_ms(const redisReply& time) {
+  return reply_integer(reply_at(time, 0)) * 1000 + reply_integer(reply_at(time, 1)) / 1000;
+}
+
+// 1 if a live inline holder is kept in o (EXISTS o: it expires with the
+// grant), or, on a name an older version keeps, in the record (HGET seq d:
+// live at `now_ms`); else 0. Not a holder: a version 1 record (a string:
+// WRONGTYPE), an older record's holder whose process died (it stays until
+// the name's next call), or a garbage deadline.
+std::size_t live_inline_holder(const redisReply& o_exists, const redisReply& deadline, long long now_ms) {
+  if (reply_integer(o_exists) > 0) return 1;
+  if (reply_error(deadline).rfind("WRONGTYPE", 0) == 0 || is_nil(deadline)) return 0;
+  if (is_error(deadline)) throw_reply_error(deadline, "list");
+  const std::optional<long long> d = reply_integer_if(deadline);  // garbage: no live holder
+  return d && *d > now_ms ? 1 : 0;
+}
+
+// Holders and waiters of each name: h and q's sizes, plus a live holder kept
+// inline.
+std::vector<NameSummary> count_names(Server& server, std::string_view prefix, std::vector<std::string> names) {
+  std::vector<Keys> keys;  // Argv refers to these strings
+  keys.reserve(names.size());
+  for (const auto& name : names) keys.emplace_back(prefix, name);
+  std::vector<Argv> counts = {{"TIME"}};
+  for (const auto& k : keys) {
+    counts.push_back({"ZCARD", k.h});
+    counts.push_back({"ZCARD", k.q});
+    counts.push_back({"EXISTS", k.o});
+    counts.push_back({"HGET", k.seq, "d"});
+  }
+  auto replies = server.pipeline(counts);
+  const long long now_ms = server_ms(*replies[0]);
+  std::vector<NameSummary> out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::size_t at = 1 + 4 * i;
+    NameSummary n{std::move(names[i]), static_cast<std::size_t>(reply_integer(*replies[at])),
+                  static_cast<std::size_t>(reply_integer(*replies[at + 1]))};
+    n.holders += live_inline_holder(*replies[at + 2], *replies[at + 3], now_ms);
+    if (n.holders + n.waiters > 0) out.push_back(std::move(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<NameSummary> list(Server& server, std::string_view prefix, std::string_view pattern) {
+  std::vector<std::string> names = scan_names(server, prefix, pattern);
+  std::vector<NameSummary> out;
+  constexpr std::size_t batch = 1000;  // names counted per pipeline
+  for (std::size_t i = 0; i < names.size(); i += batch) {
+    std::vector<std::string> some(names.begin() + static_cast<std::ptrdiff_t>(i),
+                                  names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), i + batch)));
+    for (auto& n : count_names(server, prefix, std::move(some))) out.push_back(std::move(n));
+  }
+  return out;
+}
+
+}  // namespace fairlock::detail

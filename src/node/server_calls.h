@@ -1,0 +1,37 @@
+#pragma once
+// The typed calls of protocol/calls.h run on one Server, each in one round
+// trip (the heartbeat and release_all: one pipelined round trip for many),
+// and `list`, which finds names with plain commands (SCAN, never KEYS).
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fairlock/client.h"
+#include "node/server.h"
+#include "protocol/calls.h"
+
+namespace fairlock::detail {
+
+Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& args);
+bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first);
+struct ReleaseCall {
+  const Keys* keys;
+  std::string member;
+  std::uint32_t permits;
+};
+// Many releases in one round trip (shutdown); error replies are ignored.
+void release_all(Server& server, const std::vector<ReleaseCall>& calls);
+CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits);
+std::vector<BeatReply> heartbeat(Server& server, std::chrono::milliseconds liveness,
+                                 const std::vector<BeatName>& names);
+
+QueueState inspect(Server& server, const Keys& keys, std::string name, std::size_t max_waiters);
+Evicted evict(Server& server, const Keys& keys, std::string_view member);
+// Names with a g key matching the glob `pattern` (SCAN, never KEYS), with
+// their holder and waiter counts.
+std::vector<NameSummary> list(Server& server, std::string_view prefix, std::string_view pattern);
+
+}  // namespace fairlock::detail

@@ -1,0 +1,274 @@
+#include "node/wake.h"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "fairlock/errors.h"
+#include "net/call_deadline.h"
+#include "net/tls.h"
+#include "node/server.h"
+#include "protocol/formats.h"
+
+namespace fairlock::detail {
+
+using std::chrono::milliseconds;
+
+Wake::Wake(Server& server, WakeConfig config, WakeSink& sink, Counters& counters, spdlog::logger& log)
+    : server_(server),
+      config_(std::move(config)),
+      sink_(sink),
+      counters_(counters),
+      log_(log),
+      wake_channel_(wake_channel(config_.key_prefix, config_.client_id)) {}
+
+Wake::~Wake() {
+  stop();
+  if (event_fd_ >= 0) ::close(event_fd_);
+}
+
+Notify Wake::start() {
+  if (config_.mode == Notify::keyspace && !keyspace_configured()) config_.mode = Notify::poll;
+  if (config_.mode == Notify::poll) return Notify::poll;
+  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (event_fd_ < 0) throw Error("fairlock: eventfd failed");
+  thread_ = std::thread([this] { loop(); });
+  thread_id_ = thread_.get_id();
+  if (config_.mode == Notify::publish) {
+    // Be subscribed before the first wait, so no early wake is lost.
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!cv_.wait_for(lk, config_.confirm_timeout, [&] { return signals_ok_.load() || refused_; })) {
+      log_.warn("fairlock: wake subscriber not ready; waiting polls until it is");
+    }
+    if (refused_ && !signals_ok_.load()) std::rethrow_exception(refused_);
+  }
+  return config_.mode;
+}
+
+void Wake::stop() noexcept {
+  stopping_.store(true);
+  poke();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    cv_.notify_all();
+  }
+  // Called from a callback on our own thread: it ends by itself once it
+  // returns; joining it (or waiting for another joiner) would deadlock.
+  if (thread_id_ == std::this_thread::get_id()) return;
+  std::lock_guard<std::mutex> lk(join_mu_);
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Wake::keyspace_configured() {
+  auto flags_ok = [](std::string_view v) {
+    return v.find('K') != std::string_view::npos &&
+           (v.find('$') != std::string_view::npos || v.find('A') != std::string_view::npos);
+  };
+  try {
+    ReplyPtr r = server_.command({"CONFIG", "GET", "notify-keyspace-events"});
+    std::string value(reply_string(reply_at(*r, 1)));
+    if (!flags_ok(value) && config_.configure_keyspace_events) {
+      std::string wanted = value;
+      if (wanted.find('K') == std::string::npos) wanted += 'K';
+      if (wanted.find('$') == std::string::npos && wanted.find('A') == std::string::npos) wanted += '$';
+      server_.command({"CONFIG", "SET", "notify-keyspace-events", wanted});
+      log_.info("fairlock: set notify-keyspace-events to '{}'", wanted);
+      value = wanted;
+    }
+    if (flags_ok(value)) return true;
+    log_.warn("fairlock: notify-keyspace-events is '{}', lacking K and $ (or A); falling back to polling", value);
+  } catch (const std::exception& e) {
+    if (wrong_setup(e)) throw;
+    log_.warn("fairlock: cannot check notify-keyspace-events ({}); falling back to polling", e.what());
+  }
+  return false;
+}
+
+// A TLS setup that cannot work (a certificate that does not verify) is
+// reported by start(), so that the Client's constructor throws it.
+void Wake::note_refusal(const std::exception& e) {
+  if (!wrong_setup(e) || started_once_) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!refused_) refused_ = std::make_exception_ptr(dynamic_cast<const TlsError&>(e));
+  cv_.notify_all();
+}
+
+void Wake::poke() {
+  if (event_fd_ < 0) return;
+  std::uint64_t one = 1;
+  ssize_t n = ::write(event_fd_, &one, sizeof one);
+  (void)n;
+}
+
+std::string Wake::channel_of(const std::string& name) const {
+  return keyspace_channel(server_.endpoint().db, config_.key_prefix, name, config_.client_id);
+}
+
+bool Wake::watch(const std::string& name, bool wait, const std::atomic<bool>* give_up) {
+  std::unique_lock<std::mutex> lk(mu_);
+  ++watched_[name];
+  std::string channel = channel_of(name);
+  channel_name_[channel] = name;
+  if (!confirmed_.count(channel)) {
+    poke();
+    if (!wait) return false;
+    const auto limit = CallDeadline::bound(config_.confirm_timeout);  // a timed wait's deadline comes first
+    const auto given_up = [give_up] { return give_up != nullptr && give_up->load(); };
+    if (!cv_.wait_for(lk, limit, [&] { return confirmed_.count(channel) > 0 || stopping_.load() || given_up(); })) {
+      log_.warn("fairlock: keyspace subscription for {} not confirmed; this wait polls", name);
+    }
+  }
+  return confirmed_.count(channel) > 0;
+}
+
+void Wake::nudge() {
+  { std::lock_guard<std::mutex> lk(mu_); }  // a watcher between its check and its wait gets the notify
+  cv_.notify_all();
+}
+
+bool Wake::watching(const std::string& name) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return confirmed_.count(channel_of(name)) > 0;
+}
+
+void Wake::unwatch(const std::string& name) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = watched_.find(name);
+  if (it == watched_.end()) return;
+  // Stay subscribed while the name is idle (a later wait then costs no
+  // SUBSCRIBE round trip); drop idle subscriptions only past a bound.
+  --it->second;
+  constexpr std::size_t kIdleSubscriptions = 1024;
+  if (watched_.size() <= kIdleSubscriptions) return;
+  for (auto w = watched_.begin(); w != watched_.end();) {
+    if (w->second > 0) {
+      ++w;
+      continue;
+    }
+    channel_name_.erase(channel_of(w->first));
+    w = watched_.erase(w);
+  }
+  poke();
+}
+
+void Wake::loop() {
+  milliseconds backoff(50);
+  bool failed_before = false;
+  while (!stopping_.load()) {
+    try {
+      std::unique_ptr<Connection> c = server_.connect();
+      if (failed_before) {
+        counters_.add(&Stats::reconnects);
+        log_.info("fairlock: wake subscriber reconnected");
+      }
+      backoff = milliseconds(50);
+      session(*c);
+    } catch (const std::exception& e) {
+      if (stopping_.load()) break;
+      note_refusal(e);
+      if (signals_ok_.exchange(false) || !failed_before) {
+        log_.warn("fairlock: wake subscriber down ({}); waiters poll until it is back", e.what());
+      }
+      failed_before = true;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        confirmed_.clear();
+      }
+      sink_.recheck(nullptr);  // waiters switch to position-aware polling
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait_for(lk, backoff, [&] { return stopping_.load(); });
+      backoff = std::min(backoff * 2, milliseconds(2000));
+    }
+  }
+  signals_ok_.store(false);
+}
+
+// Subscribes to what is wanted now and drops what is not.
+void Wake::sync(Connection& c, std::set<std::string>& sent) {
+  std::set<std::string> want;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (config_.mode == Notify::publish) want.insert(wake_channel_);
+    for (const auto& [channel, name] : channel_name_) want.insert(channel);
+    for (auto it = confirmed_.begin(); it != confirmed_.end();) {
+      it = want.count(*it) ? std::next(it) : confirmed_.erase(it);
+    }
+  }
+  for (const auto& ch : want) {
+    if (sent.insert(ch).second) c.append({"SUBSCRIBE", ch});
+  }
+  for (auto it = sent.begin(); it != sent.end();) {
+    if (want.count(*it)) {
+      ++it;
+    } else {
+      c.append({"UNSUBSCRIBE", *it});
+      it = sent.erase(it);
+    }
+  }
+  c.flush();
+}
+
+void Wake::session(Connection& c) {
+  std::set<std::string> sent;
+  sync(c, sent);
+  if (config_.mode == Notify::keyspace && !signals_ok_.exchange(true)) sink_.recheck(nullptr);
+  pollfd fds[2] = {{c.fd(), POLLIN, 0}, {event_fd_, POLLIN, 0}};
+  while (!stopping_.load()) {
+    fds[0].revents = fds[1].revents = 0;
+    int n = ::poll(fds, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw ConnectionError("fairlock: poll failed");
+    }
+    if (fds[1].revents & POLLIN) {
+      std::uint64_t v = 0;
+      ssize_t got = ::read(event_fd_, &v, sizeof v);
+      (void)got;
+      if (stopping_.load()) return;
+      sync(c, sent);
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      for (auto& r : c.read_available()) dispatch(*r);
+    }
+  }
+}
+
+void Wake::confirmed(const std::string& channel) {
+  bool was_ok = true;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    confirmed_.insert(channel);
+    if (channel == wake_channel_) was_ok = signals_ok_.exchange(true);
+    cv_.notify_all();
+  }
+  if (!was_ok && started_once_) sink_.recheck(nullptr);  // a wake may have been lost meanwhile
+  if (channel == wake_channel_) started_once_ = true;
+}
+
+void Wake::dispatch(const redisReply& r) {
+  if (!is_array(r) || reply_size(r) < 3) return;
+  std::string_view kind = reply_string(reply_at(r, 0));
+  std::string channel(reply_string(reply_at(r, 1)));
+  if (kind == "subscribe") return confirmed(channel);
+  if (kind != "message") return;
+  std::string_view payload = reply_string(reply_at(r, 2));
+  if (channel == wake_channel_) {
+    if (auto m = parse_wake_message(payload)) sink_.granted(m->member, m->fence);
+    return;
+  }
+  if (payload != "set") return;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = channel_name_.find(channel);
+    if (it == channel_name_.end()) return;
+    name = it->second;
+  }
+  sink_.recheck(&name);
+}
+
+}  // namespace fairlock::detail

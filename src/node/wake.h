@@ -1,0 +1,104 @@
+#pragma once
+// The wake subscriber of one server: it listens for the grants that scripts
+// signal to this process and reports only two things to its sink.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "base/counters.h"
+#include "fairlock/options.h"
+
+namespace spdlog {
+class logger;
+}
+struct redisReply;
+
+namespace fairlock::detail {
+
+class Connection;
+class Server;
+
+class WakeSink {
+ public:
+  virtual ~WakeSink() = default;
+  // `member` was granted with `fence` (a PUBLISH wake).
+  virtual void granted(const std::string& member, std::uint64_t fence) = 0;
+  // Waiters of `name` should ask Redis again (a keyspace event); with no
+  // name, every waiter should (signals were down and may have been lost).
+  virtual void recheck(const std::string* name) = 0;
+};
+
+struct WakeConfig {
+  Notify mode;
+  std::string key_prefix;
+  std::string client_id;
+  std::chrono::milliseconds confirm_timeout;  // how long a subscription may take
+  bool configure_keyspace_events;
+};
+
+class Wake {
+ public:
+  Wake(Server& server, WakeConfig config, WakeSink& sink, Counters& counters, spdlog::logger& log);
+  ~Wake();
+  Wake(const Wake&) = delete;
+  Wake& operator=(const Wake&) = delete;
+
+  // Starts listening; returns the mode in effect (keyspace falls back to
+  // poll when the server's notify-keyspace-events lack K and $).
+  Notify start();
+  void stop() noexcept;
+  // Signals arrive now: a waiter may sleep on them (with a bounded timer).
+  bool signals_ok() const { return signals_ok_.load(); }
+  // Keyspace mode: subscribe to the name's wake channel; true once confirmed
+  // (waits up to confirm_timeout for that unless `wait` is false; less if
+  // the calling thread's CallDeadline is nearer, or once `give_up` is set
+  // and nudge() called: the wait then polls).
+  bool watch(const std::string& name, bool wait = true, const std::atomic<bool>* give_up = nullptr);
+  // Has the threads waiting in watch() look at their give_up flag again.
+  void nudge();
+  // The name's wake channel is subscribed now.
+  bool watching(const std::string& name);
+  void unwatch(const std::string& name);
+
+ private:
+  bool keyspace_configured();
+  void loop();
+  void note_refusal(const std::exception& e);
+  void session(Connection& c);
+  void sync(Connection& c, std::set<std::string>& sent);
+  void dispatch(const redisReply& r);
+  void confirmed(const std::string& channel);
+  void poke();
+  std::string channel_of(const std::string& name) const;
+
+  Server& server_;
+  WakeConfig config_;
+  WakeSink& sink_;
+  Counters& counters_;
+  spdlog::logger& log_;
+  const std::string wake_channel_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> signals_ok_{false};
+  bool started_once_ = false;   // subscriber thread only
+  std::exception_ptr refused_;  // a wrong setup met before the first start (guarded by mu_)
+  int event_fd_ = -1;
+  std::thread thread_;
+  std::thread::id thread_id_;  // set once by start(): compared without join_mu_
+  std::mutex join_mu_;
+
+  // Subscriptions, guarded by mu_.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, int> watched_;               // name -> waits on it (keyspace)
+  std::map<std::string, std::string> channel_name_;  // keyspace channel -> name, of watched_ names
+  std::set<std::string> confirmed_;                  // channels subscribed now
+};
+
+}  // namespace fairlock::detail

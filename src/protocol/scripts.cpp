@@ -1,0 +1,50 @@
+#include "protocol/scripts.h"
+
+#include <stdexcept>
+
+#include "fairlock_lua.h"
+
+namespace fairlock::detail {
+
+namespace {
+
+const lua::EmbeddedScript& embedded(Script s) {
+  // kScripts follows the lua/ directory; the enum must name each of them.
+  static const auto table = [] {
+    std::vector<const lua::EmbeddedScript*> t;
+    for (Script s : kAllScripts) {
+      const lua::EmbeddedScript* found = nullptr;
+      for (const auto& e : lua::kScripts) {
+        if (e.name == script_name(s)) found = &e;
+      }
+      if (!found) throw std::logic_error("fairlock: no lua script for " + std::string(script_name(s)));
+      t.push_back(found);
+    }
+    return t;
+  }();
+  return *table[static_cast<std::size_t>(s)];
+}
+
+}  // namespace
+
+std::string_view script_name(Script s) {
+  switch (s) {
+    case Script::acquire: return "acquire";
+    case Script::release: return "release";
+    case Script::cancel: return "cancel";
+    case Script::heartbeat: return "heartbeat";
+    case Script::inspect: return "inspect";
+    case Script::evict: return "evict";
+  }
+  return "?";
+}
+
+std::string_view script_source(Script s) { return embedded(s).source; }
+
+std::string_view script_sha(Script s) { return embedded(s).sha; }
+
+std::string_view script_function(Script s) { return embedded(s).function; }
+
+std::string_view library_source() { return lua::library_source; }
+
+}  // namespace fairlock::detail
