@@ -397,6 +397,30 @@ TEST(Safety, TryLockForKeepsItsDeadlineWithTheServerStopped) {
             << p50_max(overshoot) << "\n";
 }
 
+// Cancels `waiter`'s wait, which `got` runs on another thread against the
+// stopped server `own`; resumes the server once the wait has ended (or 15 s
+// have passed). Returns how the wait ended (outcome_of) and how long after
+// cancel() it did.
+std::pair<int, milliseconds> cancel_and_time(RedisServer& own, FairLock& waiter, std::future<int>& got) {
+  const auto t0 = Clock::now();
+  waiter.cancel();
+  const bool returned = got.wait_for(15s) == std::future_status::ready;
+  const milliseconds took = since(t0);
+  own.resume();
+  if (!returned && got.wait_for(30s) != std::future_status::ready) return {0, took};
+  return {got.get(), took};
+}
+
+// lock() on another thread, its outcome_of.
+std::future<int> lock_elsewhere(FairLock& waiter) {
+  return std::async(std::launch::async, [&waiter] {
+    return outcome_of([&] {
+      waiter.lock();
+      return true;
+    });
+  });
+}
+
 // A blocking wait cancelled from another thread ends soon, whatever the
 // server does: a call in flight gets 100 ms, leaving the queue 100 ms more,
 // then both are settled in the background. The server is stopped while the
@@ -414,25 +438,15 @@ void cancel_with_the_server_stopped(bool queued_first) {
   FairLock holder(holders, name, long_lease), waiter(waiters, name);
   holder.lock();
   if (!queued_first) own.pause();
-  auto got = std::async(std::launch::async, [&] {
-    return outcome_of([&] {
-      waiter.lock();
-      return true;
-    });
-  });
+  auto got = lock_elsewhere(waiter);
   if (queued_first) {
     ASSERT_TRUE(eventually([&] { return zcard(own, name, "q") == 1; }));
     own.pause();
   } else {
     std::this_thread::sleep_for(200ms);  // its acquire is blocked on the server (else cancel() ends it sooner)
   }
-  const auto t0 = Clock::now();
-  waiter.cancel();
-  const bool returned = got.wait_for(10s) == std::future_status::ready;
-  const milliseconds took = since(t0);
-  own.resume();
-  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
-  EXPECT_EQ(got.get(), 4) << "1 granted, 4 Cancelled, 5 another error";
+  const auto [outcome, took] = cancel_and_time(own, waiter, got);
+  EXPECT_EQ(outcome, 4) << "0 never returned, 1 granted, 4 Cancelled, 5 another error";
   EXPECT_LE(took.count(), 1000) << "lock() returned " << took.count() << " ms after cancel()";
   // Nothing is left behind: once the holder unlocks, the next waiter is
   // granted (the cancelled entry has left, or expires with its liveness).
@@ -456,20 +470,10 @@ TEST(Safety, AKeyspaceWaitCancelledBeforeItsFirstAskEndsSoon) {
   Client waiters(slow);
   FairLock waiter(waiters, unique_name("keyspace-cancel"));
   own.pause();
-  auto got = std::async(std::launch::async, [&] {
-    return outcome_of([&] {
-      waiter.lock();
-      return true;
-    });
-  });
+  auto got = lock_elsewhere(waiter);
   std::this_thread::sleep_for(200ms);  // waiting for the confirmation (else cancel() ends it sooner)
-  const auto t0 = Clock::now();
-  waiter.cancel();
-  const bool returned = got.wait_for(15s) == std::future_status::ready;
-  const milliseconds took = since(t0);
-  own.resume();
-  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
-  EXPECT_EQ(got.get(), 4) << "1 granted, 4 Cancelled, 5 another error";
+  const auto [outcome, took] = cancel_and_time(own, waiter, got);
+  EXPECT_EQ(outcome, 4) << "0 never returned, 1 granted, 4 Cancelled, 5 another error";
   EXPECT_LE(took.count(), 1000) << "lock() returned " << took.count() << " ms after cancel()";
 }
 
@@ -489,13 +493,8 @@ TEST(Safety, ACancelledTryLockEndsCancelledSoon) {
   own.pause();
   auto got = std::async(std::launch::async, [&] { return outcome_of([&] { return waiter.try_lock(); }); });
   std::this_thread::sleep_for(200ms);
-  const auto t0 = Clock::now();
-  waiter.cancel();
-  const bool returned = got.wait_for(15s) == std::future_status::ready;
-  const milliseconds took = since(t0);
-  own.resume();
-  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
-  EXPECT_EQ(got.get(), 4) << "1 true, 2 false, 4 Cancelled, 5 another error";
+  const auto [outcome, took] = cancel_and_time(own, waiter, got);
+  EXPECT_EQ(outcome, 4) << "0 never returned, 1 true, 2 false, 4 Cancelled, 5 another error";
   EXPECT_LE(took.count(), 1000) << "try_lock() returned " << took.count() << " ms after cancel()";
 }
 
@@ -515,21 +514,11 @@ TEST(Safety, AWaitCancelledWhileWaitingForAConnectionEndsSoon) {
   own.pause();
   auto busy = std::async(std::launch::async, [&] { return outcome_of([&] { return other.try_lock(); }); });
   std::this_thread::sleep_for(100ms);  // `other` holds the one connection
-  auto got = std::async(std::launch::async, [&] {
-    return outcome_of([&] {
-      waiter.lock();
-      return true;
-    });
-  });
+  auto got = lock_elsewhere(waiter);
   std::this_thread::sleep_for(200ms);
-  const auto t0 = Clock::now();
-  waiter.cancel();
-  const bool returned = got.wait_for(15s) == std::future_status::ready;
-  const milliseconds took = since(t0);
-  own.resume();
-  ASSERT_TRUE(returned || got.wait_for(30s) == std::future_status::ready);
+  const auto [outcome, took] = cancel_and_time(own, waiter, got);
   busy.wait();
-  EXPECT_EQ(got.get(), 4) << "1 granted, 4 Cancelled, 5 another error";
+  EXPECT_EQ(outcome, 4) << "0 never returned, 1 granted, 4 Cancelled, 5 another error";
   EXPECT_LE(took.count(), 1000) << "lock() returned " << took.count() << " ms after cancel()";
 }
 
