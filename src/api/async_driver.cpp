@@ -198,7 +198,8 @@ AsyncDriver::State::Round AsyncDriver::State::take(std::unique_lock<std::mutex>&
     if (timers.empty()) {
       cv.wait(lk);
     } else {
-      cv.wait_until(lk, timers.top().at);
+      const SteadyTime until = timers.top().at;  // a copy: arm() may reallocate the heap while this waits
+      cv.wait_until(lk, until);
     }
   }
   for (auto& w : ready) {

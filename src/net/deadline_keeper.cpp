@@ -47,7 +47,8 @@ void DeadlineKeeper::loop() {
     } else if (cuts_.empty()) {
       cv_.wait(lk);
     } else {
-      cv_.wait_until(lk, cuts_.top().at);
+      const Time until = cuts_.top().at;  // a copy: lower() may reallocate the queue while this waits
+      cv_.wait_until(lk, until);
     }
   }
 }
