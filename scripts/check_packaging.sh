@@ -163,11 +163,13 @@ for cxx in "${COMPILERS[@]}"; do
     step "$name: each installed public header alone, ${WARN_FLAGS[*]}"
     n=0
     for h in "$prefix"/include/fairlock/*.h; do
-      printf '#include <fairlock/%s>\n' "$(basename "$h")" >"$cdir/header.cpp"
-      quiet "$cdir/header.log" "$cxx" -std="c++$std" "${WARN_FLAGS[@]}" -fsyntax-only -I"$prefix/include" "$cdir/header.cpp"
+      printf '#include <fairlock/%s>\n' "$(basename "$h")" >"$cdir/header-$(basename "$h" .h).cpp"
       n=$((n + 1))
     done
     [ "$n" -ge 6 ] || fail "$name: only $n public headers installed"
+    # one compiler process per header, $JOBS at a time
+    quiet "$cdir/header.log" xargs -P "$JOBS" -n 1 "$cxx" -std="c++$std" "${WARN_FLAGS[@]}" -fsyntax-only \
+      -I"$prefix/include" < <(printf '%s\n' "$cdir"/header-*.cpp)
     echo "$n headers OK"
 
     step "$name: consumer using find_package(fairlock)"

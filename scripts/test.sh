@@ -16,31 +16,47 @@ quick=0
 ensure_packages
 use_ccache
 
+# cpu_now: CPU_NOW = user+sys seconds of this shell's finished children so far
+# (the CPU a stage used, which the machine's other load inflates less than its
+# wall time; servers that daemonize themselves are not counted). `times` runs
+# in this shell: in a subshell it would count the subshell's children only.
+TIMES_FILE="$(mktemp /tmp/fairlock-ci-times.XXXXXX)"
+cpu_now() {
+  times >"$TIMES_FILE"
+  CPU_NOW=$(sed -n 2p "$TIMES_FILE" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+    printf "%d\n", t }')
+}
 STAGE_TIMES=()
 RUN_START=$SECONDS
 current=""
 stage_table() {  # the table of stage times; runs on exit, whatever the status
   local rc=$?
-  [ -n "$current" ] && STAGE_TIMES+=("$(printf '%-18s %5d s  FAILED' "$current" $((SECONDS - current_t0)))")
+  cpu_now
+  [ -n "$current" ] && STAGE_TIMES+=("$(printf '%-18s %5d s %6d s  FAILED' "$current" $((SECONDS - current_t0)) \
+    $((CPU_NOW - current_c0)))")
   echo
-  echo "=== stage times (wall)"
+  echo "=== stage times: wall, and CPU (user+sys) of the stage's processes"
   printf '%s\n' "${STAGE_TIMES[@]}"
-  printf '%-18s %5d s  (%d min %02d s)%s\n' total $((SECONDS - RUN_START)) $(((SECONDS - RUN_START) / 60)) \
-    $(((SECONDS - RUN_START) % 60)) "$([ $rc -ne 0 ] && echo "  exit status $rc")"
+  printf '%-18s %5d s %6d s  (%d min %02d s)%s\n' total $((SECONDS - RUN_START)) "$CPU_NOW" \
+    $(((SECONDS - RUN_START) / 60)) $(((SECONDS - RUN_START) % 60)) "$([ $rc -ne 0 ] && echo "  exit status $rc")"
   if command -v ccache >/dev/null && [ -n "${CCACHE_DIR:-}" ]; then
     ccache --print-stats 2>/dev/null | awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ {
       printf "%s=%s ", $1, $2 } END { print "(ccache)" }' || true
   fi
+  rm -f "$TIMES_FILE"
 }
 trap stage_table EXIT
 
 stage() {  # stage NAME COMMAND...: runs and times one stage; stops at the first failure
   current=$1
   current_t0=$SECONDS
+  cpu_now
+  current_c0=$CPU_NOW
   shift
   echo "=== $current"
   "$@"
-  STAGE_TIMES+=("$(printf '%-18s %5d s' "$current" $((SECONDS - current_t0)))")
+  cpu_now
+  STAGE_TIMES+=("$(printf '%-18s %5d s %6d s' "$current" $((SECONDS - current_t0)) $((CPU_NOW - current_c0)))")
   echo "=== $current: ok in $((SECONDS - current_t0)) s"
   current=""
 }
