@@ -19,6 +19,11 @@
 # Before, every compiler x standard rebuilt and installed everything (4 full
 # builds); the tests, benchmarks and examples do not need a build per
 # standard for what this check proves.
+# The first full build (g++ at C++17) is scripts/test.sh's main build when
+# PKG_REUSE_BUILD names it: that build has the same arguments
+# (full_build_args in scripts/common.sh), so configuring and building it here
+# changes nothing and compiles nothing; building it again elsewhere compiled
+# the same sources with the same compiler and flags a second time.
 # The test suite (ctest) runs once, without the long fault-injection suites
 # (label "faults"), in the full build least like scripts/test.sh's main suite
 # (which is g++ at its default standard): the last compiler's.
@@ -30,6 +35,8 @@
 #   CTEST_ARGS                ctest arguments (default "-LE faults"; "" for every test)
 #   PKG_BUILD_ROOT            build directories (default <repo>/build-pkg/<cxx>-c++<std>;
 #                             kept, so a second run is incremental)
+#   PKG_REUSE_BUILD           the build directory of the first full build (scripts/test.sh
+#                             passes its own: same arguments, nothing is rebuilt)
 #   BUILD_TYPE                (default RelWithDebInfo)
 #   EXTRA_CMAKE_ARGS          more arguments for configuring fairlock (e.g.
 #                             "-DFAIRLOCK_BUILD_TESTS=OFF" with RUN_TESTS=none)
@@ -46,6 +53,7 @@ for cxx in "${COMPILERS[@]}"; do
   case "$cxx" in clang++*) PACKAGES+=(clang) ;; esac
 done
 ensure_packages
+use_ccache
 
 VERSION="$(sed -n 's/^project(fairlock VERSION \([0-9][0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")"
 [ -n "$VERSION" ] || { echo "no project(fairlock VERSION x.y.z) in CMakeLists.txt" >&2; exit 1; }
@@ -100,6 +108,7 @@ for i in "${!COMPILERS[@]}"; do
   std="${STANDARDS[$((i % ${#STANDARDS[@]}))]}"
   name="$(basename "$cxx")-c++$std"
   bdir="$PKG_BUILD_ROOT/$name"
+  [ "$i" -eq 0 ] && [ -n "${PKG_REUSE_BUILD:-}" ] && bdir="$PKG_REUSE_BUILD"
   logs="$WORK/$name"
   mkdir -p "$logs"
   [ -n "$first_bdir" ] || first_bdir="$bdir"
@@ -107,11 +116,8 @@ for i in "${!COMPILERS[@]}"; do
 
   step "$name: build everything with -Wall -Wextra -Wpedantic -Werror"
   # shellcheck disable=SC2086  # EXTRA_CMAKE_ARGS is a list
-  quiet "$logs/configure.log" cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_STANDARD="$std" -DCMAKE_CXX_STANDARD_REQUIRED=ON \
-    -DCMAKE_CXX_EXTENSIONS=OFF -DFAIRLOCK_WARNINGS_AS_ERRORS=ON -DFAIRLOCK_BUILD_TESTS=ON \
-    -DFAIRLOCK_BUILD_EXAMPLES=ON -DFAIRLOCK_BUILD_TOOLS=ON -DFAIRLOCK_BUILD_BENCH=ON -DFAIRLOCK_INSTALL=ON \
-    ${EXTRA_CMAKE_ARGS:-}
+  full_build_args "$cxx" "$std"
+  quiet "$logs/configure.log" cmake -S "$ROOT" -B "$bdir" "${FULL_BUILD_ARGS[@]}" ${EXTRA_CMAKE_ARGS:-}
   cmake --build "$bdir" -j "$JOBS" >"$logs/build.log" 2>&1 || {
     grep -E -A5 'error|warning' "$logs/build.log" | head -n 100 >&2
     fail "$name: build"
@@ -157,11 +163,13 @@ for cxx in "${COMPILERS[@]}"; do
     step "$name: each installed public header alone, ${WARN_FLAGS[*]}"
     n=0
     for h in "$prefix"/include/fairlock/*.h; do
-      printf '#include <fairlock/%s>\n' "$(basename "$h")" >"$cdir/header.cpp"
-      quiet "$cdir/header.log" "$cxx" -std="c++$std" "${WARN_FLAGS[@]}" -fsyntax-only -I"$prefix/include" "$cdir/header.cpp"
+      printf '#include <fairlock/%s>\n' "$(basename "$h")" >"$cdir/header-$(basename "$h" .h).cpp"
       n=$((n + 1))
     done
     [ "$n" -ge 6 ] || fail "$name: only $n public headers installed"
+    # one compiler process per header, $JOBS at a time
+    quiet "$cdir/header.log" xargs -P "$JOBS" -n 1 "$cxx" -std="c++$std" "${WARN_FLAGS[@]}" -fsyntax-only \
+      -I"$prefix/include" < <(printf '%s\n' "$cdir"/header-*.cpp)
     echo "$n headers OK"
 
     step "$name: consumer using find_package(fairlock)"

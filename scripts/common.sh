@@ -3,6 +3,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 PACKAGES=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl libspdlog-dev libgtest-dev googletest redis-server)
+# What the other CI stages add (check_style, sanitize, check_packaging): the
+# whole run installs them with the base packages, in one apt-get.
+CI_PACKAGES=(ccache clang clang-format-14 clang-tidy-14 valgrind)
 
 # Installs missing Debian packages when run as root; otherwise names them.
 ensure_packages() {
@@ -19,6 +22,29 @@ ensure_packages() {
     echo "missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
     exit 1
   fi
+}
+
+# use_ccache: every build configured from here on compiles through ccache
+# (CMake reads CMAKE_CXX_COMPILER_LAUNCHER from the environment when it first
+# configures a build tree), with its cache in $CCACHE_DIR (default
+# /tmp/fairlock-ccache-<uid>, outside the clone: a clean clone stays clean).
+use_ccache() {
+  command -v ccache >/dev/null || return 0
+  export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}"
+  export CCACHE_DIR="${CCACHE_DIR:-/tmp/fairlock-ccache-$(id -u)}"
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+}
+
+# full_build_args CXX STD: the cmake arguments of a full build (library,
+# command, examples, tests, benchmarks, install rules) by CXX in C++STD, with
+# -Wall -Wextra -Wpedantic -Werror, into FULL_BUILD_ARGS. scripts/test.sh's
+# main build is g++ at C++17 with these arguments, so check_packaging.sh takes
+# it as its g++/C++17 full build instead of building everything again.
+full_build_args() {
+  FULL_BUILD_ARGS=(-DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCMAKE_CXX_COMPILER="$(command -v "$1" || echo "$1")"
+    -DCMAKE_CXX_STANDARD="$2" -DCMAKE_CXX_STANDARD_REQUIRED=ON -DCMAKE_CXX_EXTENSIONS=OFF
+    -DFAIRLOCK_WARNINGS_AS_ERRORS=ON -DFAIRLOCK_BUILD_TESTS=ON -DFAIRLOCK_BUILD_EXAMPLES=ON
+    -DFAIRLOCK_BUILD_TOOLS=ON -DFAIRLOCK_BUILD_BENCH=ON -DFAIRLOCK_INSTALL=ON)
 }
 
 # build [extra cmake args...]

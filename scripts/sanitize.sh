@@ -24,6 +24,7 @@
 source "$(dirname "$0")/common.sh"
 set +e  # run every part, report every failure, fail at the end
 ensure_packages
+use_ccache
 if ! command -v valgrind >/dev/null; then
   if [ "$(id -u)" -eq 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
