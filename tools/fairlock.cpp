@@ -541,13 +541,6 @@ int cmd_evict(const Args& a) {
   return kNotFound;
 }
 
-// A TLS failure that retrying cannot cure (EX_CONFIG), unlike a server that
-// resets plain clients or does not answer the handshake (EX_UNAVAILABLE).
-bool wrong_tls_setup(const fairlock::TlsError& e) {
-  using R = fairlock::TlsError::Reason;
-  return e.reason() != R::tls_required && e.reason() != R::no_handshake;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -582,7 +575,7 @@ int main(int argc, char** argv) {
     return kUsage;
   } catch (const fairlock::TlsError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
-    return wrong_tls_setup(e) ? kConfig : kUnavailable;
+    return fairlock::is_setup_error(e) ? kConfig : kUnavailable;  // cured by no retry, or perhaps by one
   } catch (const fairlock::EvictionPolicyError& e) {
     std::fprintf(stderr, "fairlock: %s (for this command: --allow-evicting-server)\n", e.what());
     return kConfig;

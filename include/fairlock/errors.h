@@ -91,4 +91,11 @@ class Cancelled : public Error {
   using Error::Error;
 };
 
+// True when asking again cannot cure `e` because the setup is wrong: a TLS
+// certificate or key that does not verify or load, a handshake the server
+// refuses (TlsError), a server that may evict the lock's keys
+// (EvictionPolicyError). False for a server that is down, slow, paused or
+// resets plain clients on a TLS port: those may come right by themselves.
+bool is_setup_error(const std::exception& e) noexcept;
+
 }  // namespace fairlock

@@ -10,8 +10,7 @@
 #include "base/retry_policy.h"
 #include "fairlock/errors.h"
 #include "net/call_deadline.h"
-#include "net/socket.h"
-#include "net/tls.h"
+#include "node/failure.h"
 #include "node/router.h"
 #include "node/server_calls.h"
 #include "protocol/formats.h"
@@ -22,15 +21,16 @@ using std::chrono::steady_clock;
 
 namespace {
 
-// The server refused (an error reply), or the setup is wrong (a certificate
-// that does not verify): waiting and asking again cannot help.
-bool refused(const Error& e) { return dynamic_cast<const ServerError*>(&e) != nullptr || wrong_setup(e); }
-
-// How an acquire call that was not refused failed.
-Claim::Failure failure_of(const Error& e) {
-  if (dynamic_cast<const ScriptsFlushed*>(&e) != nullptr) return Claim::Failure::not_run;
-  if (dynamic_cast<const NotConnected*>(&e) != nullptr) return Claim::Failure::unsent;
-  return Claim::Failure::in_doubt;
+// The claim's word for how an acquire call failed (node/failure.h).
+Claim::Failure claim_failure(CallFailure f) {
+  switch (f) {
+    case CallFailure::unsent: return Claim::Failure::unsent;
+    case CallFailure::not_run: return Claim::Failure::not_run;
+    case CallFailure::in_doubt: return Claim::Failure::in_doubt;
+    case CallFailure::refused:
+    case CallFailure::wrong_setup: break;
+  }
+  return Claim::Failure::refused;
 }
 
 }  // namespace
@@ -189,8 +189,9 @@ void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& r
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
-    if (refused(e)) throw;
-    const Claim::Failure failure = failure_of(e);
+    const CallFailure kind = failure_of(e);
+    if (is_final(kind)) throw;
+    const Claim::Failure failure = claim_failure(kind);
     if (!claim_.on_ask_failed(sent, steady_clock::now(), failure)) {
       if (claim_.cancel_requested()) throw wait_cancelled();  // a try cut short by its cancel
       throw;

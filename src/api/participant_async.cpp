@@ -9,6 +9,7 @@
 #include "api/client_impl.h"
 #include "api/participant.h"
 #include "fairlock/errors.h"
+#include "node/failure.h"
 #include "node/router.h"
 #include "node/script_batch.h"
 
@@ -207,20 +208,17 @@ void Participant::deliver(AsyncWait wait, const AcquireResult& result) {
 }
 
 namespace {
-// The server answered (an error reply): leaving the queue is one quick call.
-// Otherwise it is unreachable or slow, and the async thread must not wait on
-// it once per waiter: the entry is abandoned (see Participant::settle_leave).
-bool server_answered(const std::exception_ptr& error) {
+// The server answered (node/failure.h): leaving the queue is one quick
+// call. Otherwise it may be unreachable or stalled, and the async thread
+// must not wait on it once per waiter: the entry is abandoned (see
+// Participant::settle_leave). A call its cancel cut short is in doubt.
+bool answered(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const ConnectionError&) {
-    return false;
-  } catch (const TimeoutError&) {
-    return false;
-  } catch (const Cancelled&) {  // a call its cancel cut short: the server may be stalled
-    return false;
+  } catch (const std::exception& e) {
+    return server_answered(failure_of(e));
   } catch (...) {
-    return true;
+    return false;
   }
 }
 }  // namespace
@@ -230,7 +228,7 @@ void Participant::fail_async(std::unique_lock<std::mutex>& lk, const std::except
   if (!async_) return;
   AsyncWait wait = end_async(lk);
   const std::string member = claim_.member();
-  fail_wait(lk, member, server_answered(error));  // as the blocking driver, but never waits on a dead server
+  fail_wait(lk, member, answered(error));  // as the blocking driver, but never waits on a dead server
   deliver(std::move(wait), AcquireResult::failed_with(error));
   lk.lock();
 }

@@ -18,4 +18,22 @@ inline constexpr milliseconds kMaxBackoff{500};
 // never makes a caller wait past its deadline by more than this.
 inline constexpr milliseconds kGiveUpGrace{100};
 
+// A script the server lost (restart, FLUSH, failover) is reloaded and its
+// call re-run at once, then after 1 ms doubling up to this while the
+// server keeps losing them (node/script_runner.cpp, within command_timeout):
+// a flush is a moment, and a reload costs the server a compile.
+inline constexpr milliseconds kReloadBackoffMax{50};
+// The wake subscriber reconnects after this, doubling per failure up to
+// kResubscribeMax (node/wake.cpp): waiters poll meanwhile, so a slow return
+// costs latency, never a grant; a server that is down is not hammered.
+inline constexpr milliseconds kResubscribeFirst{50};
+inline constexpr milliseconds kResubscribeMax{2000};
+// A wait for a free pooled connection looks at a deadline that may have
+// moved nearer (a cancel) this often, and only while every connection is
+// taken (net/pool.cpp): nothing else can tell that wait.
+inline constexpr milliseconds kDeadlineCheck{50};
+// (Not a constant: a release whose connection broke is tried once more on a
+// fresh one, api/participant.cpp release_member; more would not tell a lost
+// grant from a release that ran.)
+
 }  // namespace fairlock::detail::retry

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/retry_policy.h"
 #include "fairlock/errors.h"
 #include "net/call_deadline.h"
 
@@ -25,9 +26,8 @@ Target bounded(Target t) {
 // call's deadline. The deadline may move nearer meanwhile (a cancel:
 // MovableDeadline), which nothing would tell this wait: while every
 // connection is taken (a stalled server holds them all), it looks again
-// every kDeadlineCheck.
+// every retry::kDeadlineCheck.
 void Pool::wait_for_free(std::unique_lock<std::mutex>& lk) {
-  constexpr std::chrono::milliseconds kDeadlineCheck{50};
   const auto end = std::chrono::steady_clock::now() + target_.command_timeout;
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
@@ -36,7 +36,7 @@ void Pool::wait_for_free(std::unique_lock<std::mutex>& lk) {
       throw TimeoutError(CallDeadline::passed() ? "fairlock: no free connection before the call's deadline"
                                                 : "fairlock: no free connection within command_timeout");
     }
-    const auto slice = CallDeadline::may_move() ? std::min(wait, kDeadlineCheck) : wait;
+    const auto slice = CallDeadline::may_move() ? std::min(wait, retry::kDeadlineCheck) : wait;
     if (cv_.wait_for(lk, slice, [&] { return !idle_.empty() || open_ < size_; })) return;
   }
 }

@@ -36,9 +36,4 @@ class TlsContext {
   bool verify_;
 };
 
-// A TlsError that retrying cannot cure (a certificate that does not verify,
-// a refused handshake), unlike those that may be a server going away or
-// paused: waits retry those as they retry an unreachable server.
-bool wrong_setup(const std::exception& e);
-
 }  // namespace fairlock::detail

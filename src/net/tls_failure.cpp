@@ -97,11 +97,6 @@ std::string openssl_reason() {
   return std::string(": ") + buf;
 }
 
-bool wrong_setup(const std::exception& e) {
-  const auto* tls = dynamic_cast<const TlsError*>(&e);
-  return tls != nullptr && tls->reason() != Reason::tls_required && tls->reason() != Reason::no_handshake;
-}
-
 void throw_handshake_failure(ssl_st* ssl, int ssl_error, int sys_errno, const TlsPeer& peer) {
   // (Without verification, OpenSSL still records why the chain would not
   // verify: that says nothing about this failure.)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "base/retry_policy.h"
 #include "fairlock/errors.h"
 
 namespace fairlock::detail {
@@ -77,7 +78,7 @@ std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptC
       throw ScriptsFlushed("fairlock: the server kept losing fairlock's scripts (FUNCTION or SCRIPT FLUSH)");
     }
     std::this_thread::sleep_for(backoff);  // none before the first reload
-    backoff = std::clamp(backoff * 2, milliseconds(1), milliseconds(50));
+    backoff = std::clamp(backoff * 2, milliseconds(1), retry::kReloadBackoffMax);
     if (on_reload_) on_reload_();
     load_and_run(c, b, missing);
   }

@@ -8,9 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/retry_policy.h"
 #include "fairlock/errors.h"
 #include "net/call_deadline.h"
-#include "net/tls.h"
+#include "node/failure.h"
 #include "node/server.h"
 #include "protocol/formats.h"
 
@@ -82,7 +83,7 @@ bool Wake::keyspace_configured() {
     if (flags_ok(value)) return true;
     log_.warn("fairlock: notify-keyspace-events is '{}', lacking K and $ (or A); falling back to polling", value);
   } catch (const std::exception& e) {
-    if (wrong_setup(e)) throw;
+    if (failure_of(e) == CallFailure::wrong_setup) throw;
     log_.warn("fairlock: cannot check notify-keyspace-events ({}); falling back to polling", e.what());
   }
   return false;
@@ -91,7 +92,7 @@ bool Wake::keyspace_configured() {
 // A TLS setup that cannot work (a certificate that does not verify) is
 // reported by start(), so that the Client's constructor throws it.
 void Wake::note_refusal(const std::exception& e) {
-  if (!wrong_setup(e) || started_once_) return;
+  if (failure_of(e) != CallFailure::wrong_setup || started_once_) return;
   std::lock_guard<std::mutex> lk(mu_);
   if (!refused_) refused_ = std::make_exception_ptr(dynamic_cast<const TlsError&>(e));
   cv_.notify_all();
@@ -156,7 +157,7 @@ void Wake::unwatch(const std::string& name) {
 }
 
 void Wake::loop() {
-  milliseconds backoff(50);
+  milliseconds backoff = retry::kResubscribeFirst;
   bool failed_before = false;
   while (!stopping_.load()) {
     try {
@@ -165,7 +166,7 @@ void Wake::loop() {
         counters_.add(&Stats::reconnects);
         log_.info("fairlock: wake subscriber reconnected");
       }
-      backoff = milliseconds(50);
+      backoff = retry::kResubscribeFirst;
       session(*c);
     } catch (const std::exception& e) {
       if (stopping_.load()) break;
@@ -181,7 +182,7 @@ void Wake::loop() {
       sink_.recheck(nullptr);  // waiters switch to position-aware polling
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait_for(lk, backoff, [&] { return stopping_.load(); });
-      backoff = std::min(backoff * 2, milliseconds(2000));
+      backoff = std::min(backoff * 2, retry::kResubscribeMax);
     }
   }
   signals_ok_.store(false);
