@@ -5,7 +5,9 @@
 // the caller's thread: scripts are called there, and the thread parks only
 // while queued. The asynchronous one (participant_async.cpp) runs the same
 // steps on the client's async thread, its script calls batched with other
-// waiters'. Both settle replies and leave the queue with the same code.
+// waiters'. Both settle replies and leave the queue with the same code
+// (participant_leave.cpp); what the client's threads tell a claim is in
+// participant_events.cpp.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

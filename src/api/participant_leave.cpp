@@ -1,0 +1,108 @@
+// Leaving the queue, for both drivers: at the deadline (give_up), after
+// an error or a cancel (leave_within), or in the background once the wait
+// has ended (leave_later); a grant found on the way out is released.
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <functional>
+#include <string>
+
+#include "api/client_impl.h"
+#include "api/participant.h"
+#include "base/retry_policy.h"
+#include "net/call_deadline.h"
+#include "node/router.h"
+#include "node/server_calls.h"
+
+namespace fairlock::detail {
+
+using std::chrono::steady_clock;
+
+// The deadline passed: leave the queue, learning whether a grant came
+// meanwhile (kept, for as long as the server says). The call gets a short
+// grace, not the whole command_timeout: if the server does not answer in
+// time, the wait times out now and the leave is settled in the background.
+void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& member) {
+  lk.unlock();
+  const SteadyTime sent = steady_clock::now();
+  CancelResult left;
+  try {
+    const CallDeadline bound(sent + retry::kGiveUpGrace);
+    left = detail::cancel(node().server, keys_, member, permits_);
+  } catch (const Error& e) {
+    client_->log().debug("fairlock: leaving the queue of {} at the deadline: {}; settling it in the background", name_,
+                         e.what());
+    leave_later(member);
+  }
+  lk.lock();
+  claim_.on_gave_up(left, sent);
+}
+
+// Leaves the queue, for `grace` at most: then it is settled in the background.
+void Participant::leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept {
+  client_->session().delist(member);
+  const CallDeadline bound(steady_clock::now() + grace);  // the release of a grant it finds too
+  settle_leave(
+      member, [&] { return detail::cancel(node().server, keys_, member, permits_); }, [&] { leave_later(member); });
+}
+
+// Leaves the queue in the background, for a wait that has already ended:
+// the cancel (and the release of a grant it finds) ride with the async
+// thread's next round of calls. If they fail too, the entry goes as an
+// abandoned one (see settle_leave).
+void Participant::leave_later(const std::string& member) noexcept {
+  client_->session().delist(member);
+  try {
+    client_->async().post_call(
+        node().server, cancel_call(keys_, member, permits_),
+        [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
+          self->left_later(member, reply, error);
+        });
+  } catch (const std::exception& e) {
+    client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
+  }
+}
+
+void Participant::left_later(const std::string& member, const redisReply* reply,
+                             const std::exception_ptr& error) noexcept {
+  try {
+    if (error) std::rethrow_exception(error);
+    if (parse_cancelled(*reply).status != CancelResult::Status::granted) return;
+    client_->async().post_call(node().server, release_call(keys_, member, permits_, true),
+                               [self = shared_from_this()](const redisReply* r, const std::exception_ptr& e) {
+                                 if (e || is_error(*r)) self->log_abandoned("the release of a grant it found failed");
+                               });
+  } catch (const std::exception& e) {
+    log_abandoned(e.what());
+  }
+}
+
+void Participant::log_abandoned(const std::string& why) noexcept {
+  client_->log().warn(
+      "fairlock: could not leave the queue of {} ({}): the entry expires with this process's liveness, a grant "
+      "with its lease",
+      name_, why);
+}
+
+// the call failed): a grant handed over meanwhile is released. Best effort:
+// if this fails the entry is abandoned. It lives while this process's
+// liveness on the name does (docs/PROTOCOL.md: one per process, renewed for
+// its other waiters there); then it is skipped at the head. If it reaches
+// the head first, its grant runs out by that liveness: nobody renews it.
+void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left,
+                               const std::function<void()>& on_failure) noexcept {
+  try {
+    // Granted while it was giving up: by a handoff, as a rule (a wrong hint
+    // costs up to three commands, no other answer: lua/release.lua).
+    if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_, true);
+  } catch (const std::exception& e) {
+    if (on_failure) {
+      client_->log().debug("fairlock: leaving the queue of {}: {}; settling it in the background", name_, e.what());
+      on_failure();
+      return;
+    }
+    client_->log().warn("fairlock: could not leave the queue of {}: {}", name_, e.what());
+  }
+}
+
+}  // namespace fairlock::detail
