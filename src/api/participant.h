@@ -112,6 +112,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   AsyncWait end_async(std::unique_lock<std::mutex>& lk, bool untrack = true);
   void deliver(AsyncWait wait, const AcquireResult& result);
   void fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error);
+  void bound_async_rounds(SteadyTime at);
 
   std::shared_ptr<ClientImpl> client_;
   const std::string name_;

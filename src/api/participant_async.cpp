@@ -8,6 +8,7 @@
 
 #include "api/client_impl.h"
 #include "api/participant.h"
+#include "base/retry_policy.h"
 #include "fairlock/errors.h"
 #include "node/failure.h"
 #include "node/router.h"
@@ -61,7 +62,14 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
   const std::string member = claim_.member();
   try {
     const bool watched = async_->watched && node().wake.watching(name_);
-    const Step step = claim_.next(now, wait_context(watched));
+    Step step = claim_.next(now, wait_context(watched));
+    if (step.kind == Step::Kind::give_up && now >= *claim_.deadline() + retry::kGiveUpGrace) {
+      // Past the deadline and the grace its cancel would get (this thread
+      // was busy): it times out now, and leaves in the background.
+      leave_later(member);
+      claim_.on_gave_up(CancelResult{}, now);
+      step = claim_.next(now, wait_context(watched));
+    }
     switch (step.kind) {
       case Step::Kind::ask: send_ask(batch, member, step, now); break;
       case Step::Kind::wait: return step.until;
@@ -86,8 +94,9 @@ std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batc
       }
       case Step::Kind::cancelled:
         claim_.finish_cancelled();
-        // The callback runs once the queue is left; the wait's deadline still
-        // bounds that (a stalled server), so it stays tracked until then.
+        // The callback runs once the queue is left, which the grace from
+        // now bounds (a stalled server): tracked until then.
+        bound_async_rounds(now);
         send_leave(batch, member, end_async(lk, false));
         break;
     }
@@ -143,6 +152,15 @@ void Participant::send_give_up(ScriptBatch& batch, const std::string& member, St
                 self->claim_.on_gave_up(left, sent);
               });
             });
+}
+
+// The rounds of calls this wait's calls go in end by `at` + the grace
+// (AsyncDriver::track_deadline), instead of by its own deadline. Called
+// locked, with an async wait in progress.
+void Participant::bound_async_rounds(SteadyTime at) {
+  if (async_->deadline) client_->async().untrack_deadline(*async_->deadline);
+  async_->deadline = at;
+  client_->async().track_deadline(at);
 }
 
 // A reply to the wait of `member`, if it is still in progress (false

@@ -36,10 +36,7 @@ void Participant::end_soon() {
     node().wake.nudge();
     return client_->keeper()->lower(calls_, now + retry::kGiveUpGrace);
   }
-  if (async_->deadline && *async_->deadline <= now) return;
-  if (async_->deadline) client_->async().untrack_deadline(*async_->deadline);
-  async_->deadline = now;  // the rounds its calls go in end by now + the grace
-  client_->async().track_deadline(now);
+  if (!async_->deadline || now < *async_->deadline) bound_async_rounds(now);
 }
 
 // Acts on what an event changed: callbacks run without the lock held.
