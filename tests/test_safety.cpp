@@ -407,6 +407,7 @@ std::pair<int, milliseconds> cancel_and_time(RedisServer& own, FairLock& waiter,
   const bool returned = got.wait_for(15s) == std::future_status::ready;
   const milliseconds took = since(t0);
   own.resume();
+  std::cout << "[figures] the wait ended " << took.count() << " ms after cancel()\n";
   if (!returned && got.wait_for(30s) != std::future_status::ready) return {0, took};
   return {got.get(), took};
 }

@@ -221,6 +221,8 @@ TEST(SafetyAsync, AnAsyncWaitBegunDuringAStalledRoundKeepsItsDeadline) {
                                    << second.last_other << ")";
   }
   EXPECT_LE(took.count(), 300 + 1000) << "lock_async(300 ms)'s callback came after " << took.count() << " ms";
+  std::cout << "[figures] lock_async(300 ms) begun during a stalled round called back after " << took.count()
+            << " ms\n";
   ASSERT_TRUE(first.wait_total(1, 30s));
   std::lock_guard<std::mutex> lk(first.mu);
   EXPECT_EQ(first.granted.size(), 1U) << first.other << " other errors";
@@ -249,6 +251,7 @@ TEST(SafetyAsync, ACancelledUntimedWaitEndsSoonWithTheServerStopped) {
   std::lock_guard<std::mutex> lk(out.mu);
   EXPECT_EQ(out.cancelled, 1);
   EXPECT_LE(took.count(), 1000) << "the Cancelled callback came " << took.count() << " ms after cancel()";
+  std::cout << "[figures] the Cancelled callback came " << took.count() << " ms after cancel()\n";
 }
 
 // A cancel bounds the rounds that carry its leave, never the waits of
