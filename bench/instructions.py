@@ -6,8 +6,8 @@
 Starts its own redis-server under `valgrind --tool=callgrind`, reached
 through a unix socket in a directory of its own (no TCP port: nothing else can
 answer in its place), loads the fairlock function library made from DIR
-(default: this repository's lua/, joined as cmake/EmbedLua.cmake joins it:
-keep the two alike), and prints
+(default: this repository's lua/) by cmake/EmbedLua.cmake, the build's own
+joining of the scripts, and prints
 the instructions per operation, from the difference of two callgrind dumps
 around N cycles (after a warm-up):
 
@@ -37,20 +37,20 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The operations and their flags, as cmake/EmbedLua.cmake has them.
-OPS = ("acquire", "release", "cancel", "heartbeat", "inspect", "evict")
-ALLOW_OOM = ("release", "cancel", "evict", "heartbeat")
+FUNCTIONS = {}  # operation -> the loaded library's function name (set in main)
 UNFAIR_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
 
 def library(lua_dir):
-    """The function library, as cmake/EmbedLua.cmake makes it (name aside)."""
-    text = "#!lua name=fl\n" + open(os.path.join(lua_dir, "lib.lua")).read()
-    for op in OPS:
-        flags = "'allow-oom'" if op in ALLOW_OOM else "'no-writes', 'allow-oom'" if op == "inspect" else ""
-        body = open(os.path.join(lua_dir, op + ".lua")).read()
-        text += ("redis.register_function{function_name = 'fl_%s', flags = {%s},\n"
-                 "  callback = function(KEYS, ARGV)\n%send}\n" % (op, flags, body))
-    return text
+    """The function library made from lua_dir by cmake/EmbedLua.cmake, and its name."""
+    ops = sorted(os.path.basename(f)[:-4] for f in glob.glob(os.path.join(lua_dir, "*.lua")))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "library.lua")
+        subprocess.run(["cmake", "-DLUA_DIR=" + os.path.abspath(lua_dir), "-DOUT=" + os.path.join(tmp, "lua.h"),
+                        "-DSCRIPTS=" + ";".join(op for op in ops if op != "lib"), "-DLIBRARY_OUT=" + out,
+                        "-P", os.path.join(ROOT, "cmake", "EmbedLua.cmake")], check=True)
+        text = open(out).read()
+    return text, text.split("\n", 1)[0].split("name=", 1)[1]
 
 
 class Connection:
@@ -184,8 +184,8 @@ def member(i):
 def uncontended_pair(conn):
     def cycle(i):
         k, m = keys("idle%d" % (i % 64)), member(i)
-        replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [m, 1, LEASE_MS, 5000, "f"],
-                                 ["FCALL", "fl_release", 6] + k + [m, 1]])
+        replies = conn.pipeline([["FCALL", FUNCTIONS["acquire"], 6] + k + [m, 1, LEASE_MS, 5000, "f"],
+                                 ["FCALL", FUNCTIONS["release"], 6] + k + [m, 1]])
         if replies != [[1, replies[0][1], LEASE_MS], 1]:
             raise RuntimeError("uncontended pair: %r" % replies)
     return cycle
@@ -196,7 +196,7 @@ def contended_grant(conn):
     queue = []
 
     def acquire(m):
-        return conn(*(["FCALL", "fl_acquire", 6] + k + [m, 1, LEASE_MS, 5000, "f"]))
+        return conn(*(["FCALL", FUNCTIONS["acquire"], 6] + k + [m, 1, LEASE_MS, 5000, "f"]))
 
     holder = member(10**9)
     if acquire(holder)[0] != 1:
@@ -210,8 +210,8 @@ def contended_grant(conn):
     def cycle(i):
         nonlocal holder, queued_first
         queue.append(member(i))
-        replies = conn.pipeline([["FCALL", "fl_acquire", 6] + k + [queue[-1], 1, LEASE_MS, 5000, "f"],
-                                 ["FCALL", "fl_release", 6] + k + [holder, 1] + queued_first])
+        replies = conn.pipeline([["FCALL", FUNCTIONS["acquire"], 6] + k + [queue[-1], 1, LEASE_MS, 5000, "f"],
+                                 ["FCALL", FUNCTIONS["release"], 6] + k + [holder, 1] + queued_first])
         if replies[0][0] != 0 or replies[1] != 1:
             raise RuntimeError("contended grant: %r" % replies)
         holder = queue.pop(0)
@@ -243,7 +243,9 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("instructions.py: terminated"))
     server = Server()
     try:
-        server.conn("FUNCTION", "LOAD", library(args.lua))
+        text, name = library(args.lua)
+        server.conn("FUNCTION", "LOAD", text)
+        FUNCTIONS.update(acquire=name + "_acquire", release=name + "_release")
         rows = [("fairlock uncontended pair", uncontended_pair), ("fairlock contended grant", contended_grant),
                 ("unfair pair", unfair_pair)]
         for label, make in rows:

@@ -1,12 +1,12 @@
-# Run as: cmake -DLUA_DIR=... -DOUT=... -DSCRIPTS="acquire;release;..." -P EmbedLua.cmake
+# Run as: cmake -DLUA_DIR=... -DOUT=... -DSCRIPTS="acquire;release;..." [-DLIBRARY_OUT=...] -P EmbedLua.cmake
 # Writes a header holding, as raw string literals:
 # - for each operation, the script loaded by SCRIPT LOAD (lib.lua, a newline,
 #   then <op>.lua), its SHA1, and the name of the same operation as a function;
 # - the function library loaded by FUNCTION LOAD: one line "#!lua name=<name>",
 #   lib.lua, then each operation's text as the body of a function(KEYS, ARGV);
 # - the table kScripts of them all (name, source, sha, function) in SCRIPTS order.
-# bench/instructions.py joins the library from lua/ the same way (operations,
-# flags): keep the two alike.
+# With LIBRARY_OUT, also writes the library's text as FUNCTION LOAD gets it
+# (bench/instructions.py reads it from there: one joining of the scripts).
 # Library and function names carry the first 16 hex digits (lower case) of
 # the SHA1 of the whole library text, written with "@TAG@" in their place: a
 # library that differs in anything (scripts, flags, names) is another
@@ -51,6 +51,9 @@ endif()
 string(APPEND body "inline constexpr std::string_view library_name = \"${library}\";\n")
 string(APPEND body "inline constexpr std::string_view library_source = R\"lua(${functions})lua\";\n")
 string(APPEND body "${table}};\n}  // namespace fairlock::detail::lua\n")
+if(LIBRARY_OUT)
+  file(WRITE "${LIBRARY_OUT}" "${functions}")
+endif()
 file(WRITE "${OUT}.tmp" "${body}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")
 file(REMOVE "${OUT}.tmp")
