@@ -21,8 +21,8 @@ Each cycle is one pipelined write and its replies. Unlike µs, the counts
 barely depend on the machine's speed or load (repetitions agree within 1 to
 2 %; the server runs with hz 1, so that its timer adds little per cycle), so
 they show changes that the VM's swings hide; they leave out the kernel's cost
-per round trip (bench/run.sh measures time). Needs valgrind and redis-server;
-takes about 15 s.
+per round trip (bench/run.sh measures time). Needs valgrind, redis-server and
+cmake (to run cmake/EmbedLua.cmake); takes about 15 s.
 """
 import argparse
 import glob
@@ -36,7 +36,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The operations and their flags, as cmake/EmbedLua.cmake has them.
 FUNCTIONS = {}  # operation -> the loaded library's function name (set in main)
 UNFAIR_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
@@ -49,7 +48,8 @@ def library(lua_dir):
         subprocess.run(["cmake", "-DLUA_DIR=" + os.path.abspath(lua_dir), "-DOUT=" + os.path.join(tmp, "lua.h"),
                         "-DSCRIPTS=" + ";".join(op for op in ops if op != "lib"), "-DLIBRARY_OUT=" + out,
                         "-P", os.path.join(ROOT, "cmake", "EmbedLua.cmake")], check=True)
-        text = open(out).read()
+        with open(out, encoding="utf-8", newline="") as f:  # byte for byte, as the build embeds it
+            text = f.read()
     return text, text.split("\n", 1)[0].split("name=", 1)[1]
 
 

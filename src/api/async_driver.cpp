@@ -246,13 +246,17 @@ void AsyncDriver::untrack_deadline(SteadyTime deadline) {
 // thread, and with it every other wait's deadline, past it, including the
 // deadlines of waits that begin during the round; and one round_limit
 // (command_timeout) for the whole round, however many chunks its calls take.
-// The earliest is never long past: a wait past its deadline and grace
-// times out without a call, and a cancelled one's leave is tracked from
-// when it is sent (Participant::advance), so no round fails unsent.
+// The earliest is rarely past: a wait past its deadline and grace times
+// out without a call, and a cancelled one's leave is tracked from when it
+// is sent (Participant::advance); and the round gets kRoundFloor at least,
+// so no round fails unsent.
 void AsyncDriver::State::begin_round() {
-  SteadyTime bound = steady_clock::now() + round_limit;
+  const SteadyTime now = steady_clock::now();
+  SteadyTime bound = now + round_limit;
   std::lock_guard<std::mutex> lk(mu);  // a deadline tracked now is in `deadlines` or lowers the round
-  if (!deadlines.empty()) bound = std::min(bound, *deadlines.begin() + retry::kGiveUpGrace);
+  if (!deadlines.empty()) {
+    bound = std::min(bound, std::max(*deadlines.begin() + retry::kGiveUpGrace, now + retry::kRoundFloor));
+  }
   round_deadline->begin(bound);
 }
 

@@ -113,6 +113,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void deliver(AsyncWait wait, const AcquireResult& result);
   void fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error);
   void bound_async_rounds(SteadyTime at);
+  bool overdue(const Step& step, SteadyTime now) const;
 
   std::shared_ptr<ClientImpl> client_;
   const std::string name_;

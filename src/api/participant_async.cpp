@@ -4,6 +4,7 @@
 // the blocking driver uses; every way out runs the callback exactly once.
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <utility>
 
 #include "api/client_impl.h"
@@ -15,6 +16,8 @@
 #include "node/script_batch.h"
 
 namespace fairlock::detail {
+
+using std::chrono::steady_clock;
 
 AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, bool queue, AcquireCallback done) {
   if (!done) throw std::invalid_argument("done: the callback must not be empty");
@@ -56,17 +59,20 @@ void Participant::release_async(std::function<void(Released)> done) {
 }
 
 // One look at the wait, on the async thread.
-std::optional<SteadyTime> Participant::advance(SteadyTime now, ScriptBatch& batch) {
+std::optional<SteadyTime> Participant::advance(SteadyTime /*round_start*/, ScriptBatch& batch) {
+  // Now, not when the round began: callbacks run inline may have taken long.
+  const SteadyTime now = steady_clock::now();
   std::unique_lock<std::mutex> lk(mu_);
   if (!async_) return std::nullopt;  // ended already
   const std::string member = claim_.member();
   try {
     const bool watched = async_->watched && node().wake.watching(name_);
     Step step = claim_.next(now, wait_context(watched));
-    if (step.kind == Step::Kind::give_up && now >= *claim_.deadline() + retry::kGiveUpGrace) {
-      // Past the deadline and the grace its cancel would get (this thread
-      // was busy): it times out now, and leaves in the background.
-      leave_later(member);
+    if (overdue(step, now)) {
+      // Past the deadline and the grace a call would get (this thread was
+      // busy): it times out now, without a call; a queued one leaves in
+      // the background (one never asked has nothing to leave).
+      if (step.kind == Step::Kind::give_up) leave_later(member);
       claim_.on_gave_up(CancelResult{}, now);
       step = claim_.next(now, wait_context(watched));
     }
@@ -152,6 +158,12 @@ void Participant::send_give_up(ScriptBatch& batch, const std::string& member, St
                 self->claim_.on_gave_up(left, sent);
               });
             });
+}
+
+// A step that would send a call for a wait past its deadline and grace.
+bool Participant::overdue(const Step& step, SteadyTime now) const {
+  const bool calls = step.kind == Step::Kind::give_up || step.kind == Step::Kind::ask;
+  return calls && claim_.deadline() && now >= *claim_.deadline() + retry::kGiveUpGrace;
 }
 
 // The rounds of calls this wait's calls go in end by `at` + the grace

@@ -84,6 +84,7 @@ void Participant::log_abandoned(const std::string& why) noexcept {
       name_, why);
 }
 
+// What the cancel call of a leave found (`left` returns it, or throws how
 // the call failed): a grant handed over meanwhile is released. Best effort:
 // if this fails the entry is abandoned. It lives while this process's
 // liveness on the name does (docs/PROTOCOL.md: one per process, renewed for

@@ -17,6 +17,11 @@ inline constexpr milliseconds kMaxBackoff{500};
 // at once and its leave is settled in the background, so a stalled server
 // never makes a caller wait past its deadline by more than this.
 inline constexpr milliseconds kGiveUpGrace{100};
+// A round of the async thread's calls gets at least this long, whatever
+// deadline bounds it: a call sent must have time for its reply (a give-up
+// sent late in its grace would otherwise leave the round's other calls a
+// fraction of a round trip); it adds at most this much to such a give-up.
+inline constexpr milliseconds kRoundFloor{20};
 
 // A script the server lost (restart, FLUSH, failover) is reloaded and its
 // call re-run at once, then after 1 ms doubling up to this while the

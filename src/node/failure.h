@@ -21,8 +21,9 @@ CallFailure failure_of(const std::exception& e);
 // Asking again cannot cure it.
 inline bool is_final(CallFailure f) { return f == CallFailure::refused || f == CallFailure::wrong_setup; }
 
-// The server answered the call (an error reply, or "no such script"):
-// another call to it is quick. Otherwise it may be unreachable or stalled.
-inline bool server_answered(CallFailure f) { return f == CallFailure::refused || f == CallFailure::not_run; }
+// The server answered the call with an error reply: another call to it is
+// quick. Otherwise it may be unreachable, stalled, or losing the scripts
+// another call would run too.
+inline bool server_answered(CallFailure f) { return f == CallFailure::refused; }
 
 }  // namespace fairlock::detail
