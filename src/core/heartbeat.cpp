@@ -39,8 +39,9 @@ void Heartbeat::stop() noexcept {
 
 // A round runs with the owner pinned. A user's callback in it (on_lost,
 // on_position) may drop every other reference to the client: the last one
-// then goes with `keep`, destroying the session (and this heartbeat) on its own thread (which
-// detaches it), so after that only `stopped`, shared, is read.
+// then goes with `keep`, destroying the session and this heartbeat on its
+// own thread (which detaches it), so after that only `stopped`, shared, is
+// read.
 void Heartbeat::loop(const std::shared_ptr<std::atomic<bool>>& stopped) {
   auto next = steady_clock::now() + registry_.heartbeat_period();
   for (;;) {
