@@ -114,7 +114,7 @@ Interval measure_intervals(Env& e, const Waiters& w, int liveness_ms, int interv
 double round_trips(const Interval& x, int nwaiters, int nnames) {
   const auto per_name = static_cast<std::size_t>(nwaiters / nnames);
   const std::size_t calls_per_name =
-      (per_name + fairlock::detail::Session::kBeatCallSize - 1) / fairlock::detail::Session::kBeatCallSize;
+      (per_name + fairlock::detail::Heartbeat::kBeatCallSize - 1) / fairlock::detail::Heartbeat::kBeatCallSize;
   const double hb_calls = x.iv * nnames * static_cast<double>(calls_per_name);
   const double other = static_cast<double>(x.d.top_level - x.d.script_calls) +
                        std::max(0.0, static_cast<double>(x.d.script_calls) - hb_calls);

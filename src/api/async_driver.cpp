@@ -8,10 +8,10 @@
 #include <mutex>
 #include <queue>
 #include <set>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/owned_thread.h"
 #include "base/retry_policy.h"
 #include "net/call_deadline.h"
 #include "net/deadline_keeper.h"
@@ -47,10 +47,8 @@ struct AsyncDriver::State {
   std::shared_ptr<MovableDeadline> round_deadline = std::make_shared<MovableDeadline>();
   bool started = false;
   bool stopping = false;
-  bool finished = false;      // the loop has ended: nothing scheduled now would run
-  std::thread thread;         // joined (or detached) under join_mu
-  std::thread::id thread_id;  // set once, under mu
-  std::mutex join_mu;
+  bool finished = false;  // the loop has ended: nothing scheduled now would run
+  OwnedThread thread;     // started under mu, once
 
   // One round of the loop's work, taken under the lock.
   struct Call {
@@ -91,16 +89,14 @@ AsyncDriver::AsyncDriver(Executor executor, std::shared_ptr<spdlog::logger> log,
 AsyncDriver::~AsyncDriver() {
   stop();
   // Destroyed on its own thread (the last reference to the client dropped
-  // there): the loop holds the state and ends by itself.
-  std::lock_guard<std::mutex> lk(state_->join_mu);
-  if (state_->thread.joinable()) state_->thread.detach();
+  // there): detached, the loop holds the state and ends by itself.
+  state_->thread.stop();
 }
 
 void AsyncDriver::start_locked() {
   if (state_->started) return;
   state_->started = true;
-  state_->thread = std::thread([s = state_] { loop(s); });
-  state_->thread_id = state_->thread.get_id();
+  state_->thread.start([s = state_] { loop(s); });
 }
 
 bool AsyncDriver::schedule(const std::shared_ptr<AsyncWaiter>& waiter) {
@@ -153,12 +149,11 @@ void AsyncDriver::stop() noexcept {
     std::lock_guard<std::mutex> lk(state_->mu);
     state_->stopping = true;
     state_->cv.notify_one();
-    // A callback on our own thread: the loop ends by itself once it returns.
-    // (Checked before join_mu, which another thread may hold joining us.)
-    if (state_->started && state_->thread_id == std::this_thread::get_id()) return;
   }
-  std::lock_guard<std::mutex> lk(state_->join_mu);
-  if (state_->thread.joinable()) state_->thread.join();
+  // A callback on our own thread: the loop ends by itself once it returns
+  // (join() does not wait for itself; the destructor detaches it). Not
+  // started after stopping is set, so its start is seen here.
+  state_->thread.join();
 }
 
 void AsyncDriver::State::arm(const std::shared_ptr<AsyncWaiter>& w, SteadyTime at) {

@@ -71,7 +71,7 @@ ClientImpl::ClientImpl(Options o)
       mode_(opts_.notify),
       async_(opts_.executor, log_, opts_.command_timeout, keeper_),
       session_(opts_.liveness_ttl, counters_, *log_),
-      router_(make_router(opts_, id_, session_, counters_, *log_)) {}
+      router_(make_router(opts_, id_, session_.wake_sink(), counters_, *log_)) {}
 
 ClientImpl::~ClientImpl() { shutdown(); }
 

@@ -2,7 +2,8 @@
 // A thread its owner starts and stops: stop() joins it, unless it runs on
 // that thread itself (a user's callback that shuts the client down, or drops
 // the last reference to it): then the thread is detached, ends by itself,
-// and must not touch its owner again (see Session::loop for how).
+// and must not touch its owner again (see Heartbeat::loop for how). join()
+// only joins: on the thread itself it leaves the thread to a later stop().
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -25,16 +26,19 @@ class OwnedThread {
   bool is_current() const { return id_ == std::this_thread::get_id(); }
 
   // Joins the thread, from any other thread (several may call it at once).
-  // On the thread itself: detaches it, unless another thread is joining it
-  // now (then that join completes once the thread returns).
-  void stop() noexcept {
-    if (is_current()) {
-      std::unique_lock<std::mutex> lk(join_mu_, std::try_to_lock);
-      if (lk.owns_lock() && thread_.joinable()) thread_.detach();
-      return;
-    }
+  // On the thread itself: returns; the thread ends by itself once its body
+  // returns, and a later join() or stop() from another thread joins it.
+  void join() noexcept {
+    if (is_current()) return;
     std::lock_guard<std::mutex> lk(join_mu_);
     if (thread_.joinable()) thread_.join();
+  }
+  // As join(), but on the thread itself detaches it, unless another thread
+  // is joining it now (then that join completes once the thread returns).
+  void stop() noexcept {
+    if (!is_current()) return join();
+    std::unique_lock<std::mutex> lk(join_mu_, std::try_to_lock);
+    if (lk.owns_lock() && thread_.joinable()) thread_.detach();
   }
 
  private:

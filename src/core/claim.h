@@ -92,7 +92,7 @@ class Claim {
   std::optional<std::string> on_shutdown();
   // The owning object goes away: true if a wait was told to leave.
   bool cancel();
-  bool cancel_requested() const { return cancelled_; }
+  bool cancel_requested() const { return wait_.cancelled; }
 
   // --- the session's events
   std::optional<SessionMember::Beat> beat_item(SteadyTime now, Effects& effects);
@@ -103,15 +103,15 @@ class Claim {
   bool kick();
   std::optional<std::uint64_t> waiting_ticket() const;
 
-  bool owns(SteadyTime now) const { return state_ == State::held && now < valid_until_; }
+  bool owns(SteadyTime now) const { return state_ == State::held && now < grant_.valid_until; }
   bool waiting() const { return state_ == State::waiting; }
-  std::optional<SteadyTime> deadline() const { return deadline_; }
+  std::optional<SteadyTime> deadline() const { return wait_.deadline; }
   // The grant of `member` is this claim's (held, or held and found lost).
   bool holds(const std::string& member) const {
-    return (state_ == State::held || state_ == State::lost) && member_ == member;
+    return (state_ == State::held || state_ == State::lost) && wait_.member == member;
   }
-  std::uint64_t fence() const { return fence_; }
-  const std::string& member() const { return member_; }
+  std::uint64_t fence() const { return grant_.fence; }
+  const std::string& member() const { return wait_.member; }
 
  private:
   enum class State { idle, waiting, held, lost, shut_down };
@@ -126,39 +126,48 @@ class Claim {
   std::string mark_lost(std::string why);
   bool may_retry(SteadyTime sent, SteadyTime now, Failure failure);
 
+  // The last wait, begun by begin(): in progress while waiting; its member
+  // and ticket then stay the grant's.
+  struct Wait {
+    std::string member{};
+    bool queue = true;
+    std::optional<SteadyTime> deadline{};
+    std::optional<Step::Kind> outcome{};  // set once the wait has ended
+    bool sent_ask = false;                // an ask step was handed out
+    bool asked = false;                   // a first reply came back
+    bool maybe_queued = false;            // or a first call may have run
+    bool counted = false;                 // counted in Stats::waits
+    // Its place, as the last reply or heartbeat reported it.
+    std::uint64_t ticket = 0;
+    long long position = -1;
+    long long next_expiry_ms = -1;  // the earliest holder's deadline then (-1: none)
+    SteadyTime expiry_at{};
+    SteadyTime refreshed_at{};  // the send time of the last call that saw it still waiting
+    SteadyTime last_ok{};       // the send time of the last acquire that came back
+    // Events not yet taken by next().
+    bool signalled = false;  // a grant handed to it, with signal_fence
+    std::uint64_t signal_fence = 0;
+    bool kicked = false;
+    bool cancelled = false;
+    std::optional<SteadyTime> timer_at{};       // its own timer
+    std::optional<SteadyTime> retry_at{};       // after a failed ask
+    std::optional<SteadyTime> failing_since{};  // asks have failed in a row since then
+    std::chrono::milliseconds backoff = retry::kFirstBackoff;
+  };
+  // The grant, as the server reported it; reset by begin() but for its fence.
+  struct Grant {
+    std::uint64_t fence = 0;  // of the current or last grant (0 before any)
+    SteadyTime valid_until{};
+    bool lease_confirmed = false;  // a call that renewed it to a full lease came back
+    std::string lost_reason{};
+    std::string beat_error{};  // the last heartbeat failure, until one succeeds
+  };
+
   const ClaimConfig cfg_;
   Counters& counters_;
-
   State state_ = State::idle;
-  std::string member_;
-  std::uint64_t fence_ = 0;
-  std::string lost_reason_;
-  std::string beat_error_;  // the last heartbeat failure, until one succeeds
-  SteadyTime refreshed_at_{};
-  SteadyTime valid_until_{};
-  bool lease_confirmed_ = false;
-
-  // The wait in progress.
-  bool queue_ = true;
-  std::optional<SteadyTime> deadline_;
-  std::optional<Step::Kind> outcome_;  // set once the wait has ended
-  bool sent_ask_ = false;              // an ask step was handed out
-  bool asked_ = false;                 // a first reply came back
-  bool maybe_queued_ = false;          // or a first call may have run
-  bool counted_wait_ = false;
-  std::uint64_t ticket_ = 0;
-  long long position_ = -1;
-  long long next_expiry_ms_ = -1;
-  SteadyTime expiry_at_{};
-  SteadyTime last_ok_{};
-  bool signalled_ = false;
-  std::uint64_t signal_fence_ = 0;
-  bool kicked_ = false;
-  bool cancelled_ = false;
-  std::optional<SteadyTime> timer_at_;       // the wait's own timer
-  std::optional<SteadyTime> retry_at_;       // after a failed ask
-  std::optional<SteadyTime> failing_since_;  // asks have failed in a row since then
-  std::chrono::milliseconds backoff_ = retry::kFirstBackoff;
+  Wait wait_;
+  Grant grant_;
 };
 
 }  // namespace fairlock::detail

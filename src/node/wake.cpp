@@ -37,8 +37,7 @@ Notify Wake::start() {
   if (config_.mode == Notify::poll) return Notify::poll;
   event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd_ < 0) throw Error("fairlock: eventfd failed");
-  thread_ = std::thread([this] { loop(); });
-  thread_id_ = thread_.get_id();
+  thread_.start([this] { loop(); });
   if (config_.mode == Notify::publish) {
     // Be subscribed before the first wait, so no early wake is lost.
     std::unique_lock<std::mutex> lk(mu_);
@@ -58,10 +57,8 @@ void Wake::stop() noexcept {
     cv_.notify_all();
   }
   // Called from a callback on our own thread: it ends by itself once it
-  // returns; joining it (or waiting for another joiner) would deadlock.
-  if (thread_id_ == std::this_thread::get_id()) return;
-  std::lock_guard<std::mutex> lk(join_mu_);
-  if (thread_.joinable()) thread_.join();
+  // returns (join() does not wait for itself).
+  thread_.join();
 }
 
 bool Wake::keyspace_configured() {

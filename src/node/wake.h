@@ -10,9 +10,9 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "base/counters.h"
+#include "base/owned_thread.h"
 #include "fairlock/options.h"
 
 namespace spdlog {
@@ -89,9 +89,7 @@ class Wake {
   bool started_once_ = false;   // subscriber thread only
   std::exception_ptr refused_;  // a wrong setup met before the first start (guarded by mu_)
   int event_fd_ = -1;
-  std::thread thread_;
-  std::thread::id thread_id_;  // set once by start(): compared without join_mu_
-  std::mutex join_mu_;
+  OwnedThread thread_;
 
   // Subscriptions, guarded by mu_.
   std::mutex mu_;

@@ -1,0 +1,154 @@
+#include "core/heartbeat.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "node/router.h"
+#include "node/server_calls.h"
+
+namespace fairlock::detail {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+void Heartbeat::start(Router& router) {
+  router_ = &router;
+  thread_.start([this, stopped = stopped_] { loop(stopped); });
+}
+
+void Heartbeat::poke() {
+  std::lock_guard<std::mutex> lk(mu_);
+  poke_ = true;
+  cv_.notify_all();
+}
+
+bool Heartbeat::halt() noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  const bool first = !stopping_;
+  stopping_ = true;
+  stopped_->store(true);
+  cv_.notify_all();
+  return first;
+}
+
+void Heartbeat::stop() noexcept {
+  halt();
+  thread_.stop();  // on its own thread (a callback): detached, it ends by itself
+}
+
+// A round runs with the owner pinned. A user's callback in it (on_lost,
+// on_position) may drop every other reference to the client: the last one
+// then goes with `keep`, destroying the session and this heartbeat on its
+// own thread (which detaches it), so after that only `stopped`, shared, is
+// read.
+void Heartbeat::loop(const std::shared_ptr<std::atomic<bool>>& stopped) {
+  auto next = steady_clock::now() + registry_.heartbeat_period();
+  for (;;) {
+    std::shared_ptr<void> keep = wait_for_round(next);
+    if (!keep) return;
+    const auto started = steady_clock::now();
+    try {
+      beat();
+    } catch (const std::exception& e) {  // a heartbeat must never end the process
+      log_.warn("fairlock: heartbeat failed: {}", e.what());
+    }
+    next = next_round(started, steady_clock::now());  // it may log: not under mu_
+    keep.reset();
+    if (stopped->load()) return;
+  }
+}
+
+// Waits until the round due at `next` (moved sooner when a shorter lease
+// appears); the owner pinned for it, or null when stopping.
+std::shared_ptr<void> Heartbeat::wait_for_round(SteadyTime& next) {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    const bool woken = cv_.wait_until(lk, next, [&] { return stopping_ || poke_; });
+    if (stopping_) return nullptr;
+    if (!woken) return owner_.pin();
+    poke_ = false;
+    next = std::min(next, steady_clock::now() + registry_.heartbeat_period());
+  }
+}
+
+steady_clock::time_point Heartbeat::next_round(steady_clock::time_point started, steady_clock::time_point ended) {
+  const milliseconds period = registry_.heartbeat_period();
+  if (ended - started > period && (!last_overrun_warning_ || ended - *last_overrun_warning_ >= kOverrunWarningEvery)) {
+    last_overrun_warning_ = ended;
+    log_.warn(
+        "fairlock: a heartbeat round took {} ms, longer than its period of {} ms (a third of "
+        "liveness_ttl or of the shortest lease): the server is slow, this process has many "
+        "claims, or an on_lost/on_position callback ran long (at most one such warning per {} s)",
+        std::chrono::duration_cast<milliseconds>(ended - started).count(), period.count(),
+        std::chrono::duration_cast<std::chrono::seconds>(kOverrunWarningEvery).count());
+  }
+  return next_heartbeat_round(started, ended, period);
+}
+
+steady_clock::time_point next_heartbeat_round(steady_clock::time_point started, steady_clock::time_point ended,
+                                              milliseconds period) {
+  return std::max(started + period, std::min(ended + period / 4, started + 2 * period));
+}
+
+void Heartbeat::beat() {
+  std::map<Server*, std::map<std::string, Group>> by_server;
+  const auto now = steady_clock::now();
+  for (auto& m : registry_.members()) {
+    auto item = m->beat_item(now);
+    if (!item) continue;
+    Server& server = router_->for_keys(m->keys()).server;
+    by_server[&server][m->name()].items.emplace_back(m, std::move(*item));
+  }
+  for (auto& [server, groups] : by_server) beat_server(*server, groups);
+}
+
+void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups) {
+  struct Chunk {  // the claims of one heartbeat call: group.items[begin, begin + calls[i].entries.size())
+    const std::string* name;
+    Group* group;
+    std::size_t begin;
+  };
+  std::vector<BeatName> calls;
+  std::vector<Chunk> chunks;
+  for (auto& [name, group] : groups) {
+    const SessionMember& first = *group.items.front().first;
+    for (std::size_t begin = 0; begin < group.items.size(); begin += kBeatCallSize) {
+      const std::size_t end = std::min(group.items.size(), begin + kBeatCallSize);
+      BeatName call{&first.keys(), first.permits(), {}};
+      for (std::size_t j = begin; j < end; ++j) {
+        const SessionMember::Beat& item = group.items[j].second;
+        call.entries.push_back(BeatEntry{item.member, item.lease});
+      }
+      calls.push_back(std::move(call));
+      chunks.push_back(Chunk{&name, &group, begin});
+    }
+  }
+  const auto sent_at = steady_clock::now();
+  std::vector<BeatReply> replies;
+  try {
+    replies = heartbeat(server, liveness_, calls);  // one round trip for every name here
+  } catch (const std::exception& e) {
+    log_.warn("fairlock: heartbeat failed: {}", e.what());
+    for (auto& [name, group] : groups) {
+      for (auto& [m, item] : group.items) m->on_beat_error(item, e.what());
+    }
+    return;
+  }
+  counters_.add(&Stats::heartbeats);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const BeatReply& reply = replies[i];
+    const Chunk& chunk = chunks[i];
+    if (!reply.error.empty()) log_.warn("fairlock: heartbeat of {} failed: {}", *chunk.name, reply.error);
+    for (std::size_t j = 0; j < calls[i].entries.size(); ++j) {
+      auto& [m, item] = chunk.group->items[chunk.begin + j];
+      if (reply.error.empty()) {
+        m->on_beat(item, reply.results[j], sent_at);
+      } else {
+        m->on_beat_error(item, reply.error);
+      }
+    }
+  }
+}
+
+}  // namespace fairlock::detail
