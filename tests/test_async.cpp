@@ -66,7 +66,7 @@ TEST(AsyncHeartbeat, ANameWithManyWaitersIsBeatenInCallsOfAtMost256) {
   long_lease.lease = std::chrono::minutes(2);  // no waiter polls its expiry while we count
   FairLock holder(holders, name, long_lease);
   holder.lock();
-  constexpr int kWaiters = 600;  // 3 calls of at most 256 (detail::Session::kBeatCallSize)
+  constexpr int kWaiters = 600;  // 3 calls of at most 256 (detail::Heartbeat::kBeatCallSize)
   Outcomes out;
   auto locks = queue_waiters(waiters, name, kWaiters, out);
   ASSERT_TRUE(eventually([&] { return zcard(own, name, "q") == kWaiters; }));
