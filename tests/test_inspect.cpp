@@ -88,6 +88,8 @@ TEST(Inspect, ListFindsActiveNamesWithCounts) {
   EXPECT_EQ(by[a].waiters, 0u);
   EXPECT_EQ(by[b].holders, 1u);
   EXPECT_EQ(by[b].waiters, 1u);
+  EXPECT_EQ(by[a].permits, 1u);  // read from the inline holder
+  EXPECT_EQ(by[b].permits, 1u);  // read from the record (a queue)
   auto only_b = client.list("listed-b*");
   ASSERT_EQ(only_b.size(), 1u);
   EXPECT_EQ(only_b[0].name, b);
@@ -95,6 +97,20 @@ TEST(Inspect, ListFindsActiveNamesWithCounts) {
   t.join();
   lb2.unlock();
   la.unlock();
+}
+
+TEST(Inspect, ListShowsASemaphoresPermits) {
+  Client client(opts_for(server()));
+  std::string inline_name = unique_name("listed-sem"), queued = unique_name("listed-semq");
+  FairSemaphore one(client, inline_name, 3), first(client, queued, 2), second(client, queued, 2);
+  one.lock();
+  first.lock();
+  second.lock();  // two holders: a queue structure, its record keeps p
+  std::map<std::string, NameSummary> by;
+  for (auto& n : client.list("listed-sem*")) by[n.name] = n;
+  EXPECT_EQ(by[inline_name].permits, 3u);
+  EXPECT_EQ(by[queued].permits, 2u);
+  EXPECT_EQ(by[queued].holders, 2u);
 }
 
 // A holder kept inline whose process died stays in the record (it never

@@ -63,6 +63,7 @@ struct NameSummary {
   std::string name;
   std::size_t holders = 0;
   std::size_t waiters = 0;
+  std::uint32_t permits = 0;  // 0 if unreadable (a name an older version keeps)
 };
 
 enum class Evicted { none, holder, waiter };

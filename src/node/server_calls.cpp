@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "fairlock/errors.h"
 #include "protocol/keys.h"
@@ -73,21 +74,34 @@ long long server_ms(const redisReply& time) {
   return reply_integer(reply_at(time, 0)) * 1000 + reply_integer(reply_at(time, 1)) / 1000;
 }
 
-// 1 if a live inline holder is kept in o (EXISTS o: it expires with the
+// 1 if a live inline holder is kept in o (GET o: it expires with the
 // grant), or, on a name an older version keeps, in the record (HGET seq d:
 // live at `now_ms`); else 0. Not a holder: a version 1 record (a string:
 // WRONGTYPE), an older record's holder whose process died (it stays until
 // the name's next call), or a garbage deadline.
-std::size_t live_inline_holder(const redisReply& o_exists, const redisReply& deadline, long long now_ms) {
-  if (reply_integer(o_exists) > 0) return 1;
+std::size_t live_inline_holder(const redisReply& o, const redisReply& deadline, long long now_ms) {
+  if (!is_nil(o) && !is_error(o)) return 1;
   if (reply_error(deadline).rfind("WRONGTYPE", 0) == 0 || is_nil(deadline)) return 0;
   if (is_error(deadline)) throw_reply_error(deadline, "list");
   const std::optional<long long> d = reply_integer_if(deadline);  // garbage: no live holder
   return d && *d > now_ms ? 1 : 0;
 }
 
+// The name's permit count: the record's `p` while it has a queue structure,
+// else the third part of the inline holder `<member> <fence> <permits> <ms>`;
+// 0 if neither is readable.
+std::uint32_t permits_of(const redisReply& o, const redisReply& record_p) {
+  if (const std::optional<long long> p = reply_integer_if(record_p)) return static_cast<std::uint32_t>(*p);
+  if (is_nil(o) || is_error(o)) return 0;
+  std::istringstream parts{std::string(reply_string(o))};
+  std::string member;
+  unsigned long long fence = 0;
+  std::uint32_t permits = 0;
+  return parts >> member >> fence >> permits ? permits : 0;
+}
+
 // Holders and waiters of each name: h and q's sizes, plus a live holder kept
-// inline.
+// inline; and its permit count.
 std::vector<NameSummary> count_names(Server& server, std::string_view prefix, std::vector<std::string> names) {
   std::vector<Keys> keys;  // Argv refers to these strings
   keys.reserve(names.size());
@@ -96,17 +110,19 @@ std::vector<NameSummary> count_names(Server& server, std::string_view prefix, st
   for (const auto& k : keys) {
     counts.push_back({"ZCARD", k.h});
     counts.push_back({"ZCARD", k.q});
-    counts.push_back({"EXISTS", k.o});
+    counts.push_back({"GET", k.o});
     counts.push_back({"HGET", k.seq, "d"});
+    counts.push_back({"HGET", k.seq, "p"});
   }
   auto replies = server.pipeline(counts);
   const long long now_ms = server_ms(*replies[0]);
   std::vector<NameSummary> out;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::size_t at = 1 + 4 * i;
+    const std::size_t at = 1 + 5 * i;
     NameSummary n{std::move(names[i]), static_cast<std::size_t>(reply_integer(*replies[at])),
                   static_cast<std::size_t>(reply_integer(*replies[at + 1]))};
     n.holders += live_inline_holder(*replies[at + 2], *replies[at + 3], now_ms);
+    n.permits = permits_of(*replies[at + 2], *replies[at + 4]);
     if (n.holders + n.waiters > 0) out.push_back(std::move(n));
   }
   return out;
