@@ -14,7 +14,8 @@ int main() {
     {
       std::unique_lock<fairlock::FairLock> guard(lock);  // waits its turn, FIFO
       std::cout << "holding orders:42 with fence " << lock.fence() << "\n";
-    }                                  // released here; the next waiter is handed the lock directly
+      // released at the end of this block; the next waiter is handed the lock directly
+    }
   } catch (const std::exception& e) {  // fairlock::Error: no server, a wrong password, ...
     std::cerr << "basic: " << e.what() << "\n";
     return 1;
