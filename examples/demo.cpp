@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
       try {
         _exit(participant(url, i + 1, rounds, t0));
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "process %d: %s\n", i + 1, e.what());
+        std::fprintf(stderr, "demo: process %d: %s\n", i + 1, e.what());
         _exit(1);
       }
     }

@@ -42,7 +42,8 @@ void callback_and_future() {
   done.get_future().wait();
 
   std::future<std::uint64_t> turn = lock.lock_future(std::chrono::seconds(5));
-  std::cout << "future: holding orders:42 with fence " << turn.get() << "\n";  // throws if not granted
+  const std::uint64_t fence = turn.get();  // throws if not granted
+  std::cout << "future: holding orders:42 with fence " << fence << "\n";
   lock.unlock();
 }
 
@@ -79,8 +80,8 @@ int main() {
   try {
     callback_and_future();
     event_loop();
-  } catch (const fairlock::Error& e) {
-    std::cerr << e.what() << "\n";
+  } catch (const std::exception& e) {  // fairlock::Error: no server, a wrong password, ...
+    std::cerr << "event_loop: " << e.what() << "\n";
     return 1;
   }
   return 0;

@@ -9,7 +9,8 @@
 #include <mutex>
 #include <thread>
 
-int main() {
+// The example itself; main() reports what it throws (no server, ...).
+int run() {
   fairlock::Options opts;
   if (const char* url = std::getenv("FAIRLOCK_URL")) opts.url = url;
   fairlock::Client client(opts);
@@ -44,4 +45,13 @@ int main() {
   t.join();
   holder.unlock();
   return 0;
+}
+
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::cerr << "semaphore: " << e.what() << "\n";
+    return 1;
+  }
 }

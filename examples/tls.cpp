@@ -20,7 +20,10 @@ int main(int argc, char** argv) {
     std::lock_guard<fairlock::FairLock> guard(lock);
     std::cout << "holding orders:42 over TLS with fence " << lock.fence() << "\n";
   } catch (const fairlock::TlsError& e) {  // e.reason(): unknown_ca, name_mismatch, expired, ...
-    std::cerr << e.what() << "\n";
+    std::cerr << "tls: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {  // no server, a wrong password, ...
+    std::cerr << "tls: " << e.what() << "\n";
     return 1;
   }
   return 0;

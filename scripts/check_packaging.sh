@@ -88,6 +88,9 @@ check_prefix() {
     [ -e "$prefix/$f" ] || fail "not installed: $f"
   done
   [ ! -e "$prefix/include/fairlock/version.h.in" ] || fail "version.h.in installed"
+  # The package init block once (a placeholder in a comment of the .in file expanded it twice).
+  [ "$(grep -c 'get_filename_component(PACKAGE_PREFIX_DIR' "$prefix/lib/cmake/fairlock/fairlockConfig.cmake")" = 1 ] ||
+    fail "fairlockConfig.cmake: the @PACKAGE_INIT@ block is not there exactly once"
   grep -q "FAIRLOCK_VERSION_STRING \"$VERSION\"" "$prefix/include/fairlock/version.h" ||
     fail "installed version.h does not say $VERSION"
   [ "$("$prefix/bin/fairlock" --version)" = "fairlock $VERSION" ] || fail "fairlock --version: $("$prefix/bin/fairlock" --version)"

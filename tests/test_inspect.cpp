@@ -189,7 +189,7 @@ TEST(Inspect, BadArgumentsAreRefused) {
   Client client(opts_for(server()));
   EXPECT_THROW(client.inspect(""), std::invalid_argument);
   EXPECT_THROW(client.inspect("a{b}"), std::invalid_argument);
-  EXPECT_THROW(client.evict("x", "not-a-token"), ServerError);
+  EXPECT_THROW(client.evict("x", "not-a-token"), BadOption);  // the script's FLBADARG, as the argument
 }
 
 TEST(Position, WaiterSeesItsPlaceChange) {

@@ -40,20 +40,6 @@ Options tls_opts(const RedisServer& s, const std::string& host = "127.0.0.1", No
   return o;
 }
 
-// The TlsError a client setup ends with: thrown by the Client's constructor
-// (its subscriber connects first) or, in poll mode, by the first try_lock.
-Reason failure_of(const Options& o, const std::string& name) {
-  try {
-    Client c(o);
-    FairLock lock(c, name);
-    (void)lock.try_lock();
-  } catch (const TlsError& e) {
-    return e.reason();
-  }
-  ADD_FAILURE() << "no TlsError";
-  return Reason::bad_config;
-}
-
 void expect_refused(const RedisServer& s, const Options& o, Reason want, const std::string& msg_part) {
   for (Notify n : {Notify::publish, Notify::poll}) {
     Options with = o;
@@ -197,24 +183,51 @@ TEST(Tls, VerificationOptOutAcceptsAnyCertificate) {
   EXPECT_EQ(lock.release(), Released::released);
 }
 
+// Either mix-up is told at once, in Options words, by the constructor or
+// the first call, whatever the mode.
 TEST(Tls, PlainClientOnATlsPortIsTold) {
-  Options o = opts_for(tls_server(), Notify::poll);
-  o.url = "redis://127.0.0.1:" + std::to_string(tls_server().tls_port());
-  std::string name = unique_name("plain-on-tls");
-  EXPECT_EQ(failure_of(o, name), Reason::tls_required);
-  EXPECT_EQ(keys_of(tls_server(), name), "");
+  for (Notify mode : {Notify::publish, Notify::poll}) {
+    Options o = opts_for(tls_server(), mode);
+    o.url = "redis://127.0.0.1:" + std::to_string(tls_server().tls_port());
+    o.connect_timeout = 5s;
+    std::string name = unique_name("plain-on-tls");
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      Client c(o);
+      FairLock lock(c, name);
+      lock.lock();
+      ADD_FAILURE() << "no TlsError";
+    } catch (const TlsError& e) {
+      EXPECT_EQ(e.reason(), Reason::tls_required) << e.what();
+      EXPECT_NE(std::string(e.what()).find("speaks TLS: use rediss:// in Options::url"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(since(start), 1s);
+    EXPECT_EQ(keys_of(tls_server(), name), "");
+  }
 }
 
+// Redis reads the ClientHello as an inline command and mostly waits for a
+// newline: the client asks the port a plain PING after a moment of silence.
+// Told within one connect timeout, the constructor included.
 TEST(Tls, TlsClientOnAPlainPortIsTold) {
-  Options o = tls_opts(tls_server(), "127.0.0.1", Notify::poll);
-  o.url = "rediss://127.0.0.1:" + std::to_string(tls_server().port());
-  o.connect_timeout = 500ms;
-  std::string name = unique_name("tls-on-plain");
-  // Redis reads the ClientHello as an inline command: it either waits for a
-  // newline (no handshake reply) or answers an error (not TLS).
-  Reason r = failure_of(o, name);
-  EXPECT_TRUE(r == Reason::no_handshake || r == Reason::not_tls) << static_cast<int>(r);
-  EXPECT_EQ(keys_of(tls_server(), name), "");
+  for (Notify mode : {Notify::publish, Notify::poll}) {
+    Options o = tls_opts(tls_server(), "127.0.0.1", mode);
+    o.url = "rediss://127.0.0.1:" + std::to_string(tls_server().port());
+    o.connect_timeout = 1s;
+    std::string name = unique_name("tls-on-plain");
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      Client c(o);
+      ADD_FAILURE() << "the constructor did not throw";
+    } catch (const TlsError& e) {
+      EXPECT_EQ(e.reason(), Reason::not_tls) << e.what();
+      EXPECT_NE(std::string(e.what()).find("does not speak TLS: use redis:// in Options::url"), std::string::npos)
+          << e.what();
+      EXPECT_EQ(std::string(e.what()).find("within connect_timeout"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(since(start), 2500ms);
+    EXPECT_EQ(keys_of(tls_server(), name), "");
+  }
 }
 
 TEST(Tls, MinimumVersionTheServerLacksIsRefused) {

@@ -1,14 +1,30 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace fairlock {
 
 // Base of every error the library reports about Redis or a grant.
-// Bad arguments are reported with std::invalid_argument naming the argument.
+// Bad arguments are reported with BadOption (a std::invalid_argument).
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A bad argument: option() names it as the caller wrote it ("Options::url",
+// "LockOptions::lease", "permits", "name", "token", ...), problem() says
+// what is wrong with it; what() is option() + ": " + problem().
+class BadOption : public std::invalid_argument {
+ public:
+  BadOption(std::string option, std::string problem)
+      : std::invalid_argument(option + ": " + problem), option_(std::move(option)), problem_(std::move(problem)) {}
+  const std::string& option() const noexcept { return option_; }
+  const std::string& problem() const noexcept { return problem_; }
+
+ private:
+  std::string option_;
+  std::string problem_;
 };
 
 // The server could not be reached, or the connection broke mid-command.
@@ -54,6 +70,15 @@ class ServerError : public Error {
   using Error::Error;
 };
 
+// The server refused this client's credentials or rights: a wrong user or
+// password (WRONGPASS), no password given to a server that needs one
+// (NOAUTH), or an ACL user without a command, key or channel fairlock needs
+// (NOPERM). Thrown by Client's constructor and by any call; a setup error.
+class AccessDenied : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+
 // Clients disagree on the number of permits of one name.
 class PermitsMismatch : public ServerError {
  public:
@@ -78,13 +103,6 @@ class EvictionPolicyError : public ServerError {
   using ServerError::ServerError;
 };
 
-// The grant is gone: its lease expired, it was evicted or its keys deleted.
-// (release() reports this as Released::lost; unlock() never throws.)
-class LockLost : public Error {
- public:
-  using Error::Error;
-};
-
 // A blocked lock() was cancelled (FairLock::cancel, Client::shutdown).
 class Cancelled : public Error {
  public:
@@ -93,7 +111,8 @@ class Cancelled : public Error {
 
 // True when asking again cannot cure `e` because the setup is wrong: a TLS
 // certificate or key that does not verify or load, a handshake the server
-// refuses (TlsError), a server that may evict the lock's keys
+// refuses (TlsError), credentials or rights the server refuses
+// (AccessDenied), a server that may evict the lock's keys
 // (EvictionPolicyError). False for a server that is down, slow, paused or
 // resets plain clients on a TLS port: those may come right by themselves.
 bool is_setup_error(const std::exception& e) noexcept;

@@ -5,6 +5,7 @@
 
 #include "api/client_impl.h"
 #include "fairlock/errors.h"
+#include "node/failure.h"
 #include "node/server_calls.h"
 #include "protocol/formats.h"
 
@@ -14,36 +15,38 @@ namespace detail {
 namespace {
 
 void check_duration(std::chrono::milliseconds v, const char* what) {
-  if (v.count() <= 0) throw std::invalid_argument(std::string(what) + ": must be positive");
-  if (v > limits::kMaxDuration) throw std::invalid_argument(std::string(what) + ": at most 2147483647 ms");
+  if (v.count() <= 0) throw BadOption(what, "must be positive");
+  if (v > limits::kMaxDuration) throw BadOption(what, "at most 2147483647 ms");
 }
 
 void check_tls(const Options& o) {
   const TlsOptions& t = o.tls;
   if (t.cert_file.empty() != t.key_file.empty()) {
-    throw std::invalid_argument("tls: cert_file and key_file go together (both or neither)");
+    throw BadOption(t.cert_file.empty() ? "Options::tls.cert_file" : "Options::tls.key_file",
+                    "Options::tls.cert_file and key_file go together (both or neither)");
   }
   if (t.min_version != TlsVersion::v1_2 && t.min_version != TlsVersion::v1_3) {
-    throw std::invalid_argument("tls: min_version must be TlsVersion::v1_2 or v1_3");
+    throw BadOption("Options::tls.min_version", "must be TlsVersion::v1_2 or v1_3");
   }
   const bool any = !t.ca_file.empty() || !t.ca_dir.empty() || !t.cert_file.empty() || !t.server_name.empty() ||
                    t.insecure_skip_verify_testing_only || t.min_version != TlsVersion::v1_2;
-  if (any && !parse_url(o.url).tls) throw std::invalid_argument("tls: TLS options are set but url is not rediss://");
+  if (any && !parse_url(o.url).tls)
+    throw BadOption("Options::tls", "TLS options are set but Options::url is not rediss://");
 }
 
 Options validated(Options o) {
   parse_url(o.url);
   check_tls(o);
-  if (o.key_prefix.empty()) throw std::invalid_argument("key_prefix: must not be empty");
-  if (o.key_prefix.size() > 128) throw std::invalid_argument("key_prefix: longer than 128 bytes");
+  if (o.key_prefix.empty()) throw BadOption("Options::key_prefix", "must not be empty");
+  if (o.key_prefix.size() > 128) throw BadOption("Options::key_prefix", "longer than 128 bytes");
   if (o.key_prefix.find_first_of("{}") != std::string::npos) {
-    throw std::invalid_argument("key_prefix: must not contain '{' or '}'");
+    throw BadOption("Options::key_prefix", "must not contain '{' or '}'");
   }
-  check_duration(o.connect_timeout, "connect_timeout");
-  check_duration(o.command_timeout, "command_timeout");
-  check_duration(o.liveness_ttl, "liveness_ttl");
-  if (o.liveness_ttl.count() < 30) throw std::invalid_argument("liveness_ttl: at least 30 ms");
-  if (o.pool_size < 1 || o.pool_size > 1024) throw std::invalid_argument("pool_size: must be in [1, 1024]");
+  check_duration(o.connect_timeout, "Options::connect_timeout");
+  check_duration(o.command_timeout, "Options::command_timeout");
+  check_duration(o.liveness_ttl, "Options::liveness_ttl");
+  if (o.liveness_ttl.count() < 30) throw BadOption("Options::liveness_ttl", "at least 30 ms");
+  if (o.pool_size < 1 || o.pool_size > 1024) throw BadOption("Options::pool_size", "must be in [1, 1024]");
   return o;
 }
 
@@ -97,7 +100,9 @@ void ClientImpl::shutdown() noexcept {
 
 // ---------------------------------------------------------------- Client
 
-Client::Client(Options options) : impl_(std::make_shared<detail::ClientImpl>(std::move(options))) { impl_->start(); }
+Client::Client(Options options) : impl_(std::make_shared<detail::ClientImpl>(std::move(options))) {
+  detail::publicly([&] { impl_->start(); });
+}
 
 Client::~Client() { impl_->shutdown(); }
 
@@ -114,20 +119,23 @@ Stats Client::stats() const { return impl_->counters().snapshot(); }
 QueueState Client::inspect(const std::string& name, std::size_t max_waiters) {
   impl_->check_running();
   detail::Keys keys(impl_->options().key_prefix, name);
-  return detail::inspect(impl_->router().for_keys(keys).server, keys, name, max_waiters);
+  return detail::publicly(
+      [&] { return detail::inspect(impl_->router().for_keys(keys).server, keys, name, max_waiters); });
 }
 
 Evicted Client::evict(const std::string& name, const std::string& token) {
   impl_->check_running();
   detail::Keys keys(impl_->options().key_prefix, name);
-  return detail::evict(impl_->router().for_keys(keys).server, keys, token);
+  return detail::publicly([&] { return detail::evict(impl_->router().for_keys(keys).server, keys, token); });
 }
 
 std::vector<NameSummary> Client::list(const std::string& pattern) {
   impl_->check_running();
   std::vector<NameSummary> out;
-  impl_->router().for_each([&](detail::Node& node) {
-    for (auto& n : detail::list(node.server, impl_->options().key_prefix, pattern)) out.push_back(std::move(n));
+  detail::publicly([&] {
+    impl_->router().for_each([&](detail::Node& node) {
+      for (auto& n : detail::list(node.server, impl_->options().key_prefix, pattern)) out.push_back(std::move(n));
+    });
   });
   return out;
 }

@@ -43,15 +43,16 @@ Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, s
       keys_(client_->options().key_prefix, name_),
       claim_(ClaimConfig{permits_, opts_.lease, client_->options().liveness_ttl, opts_.auto_renew},
              client_->counters()) {
-  if (permits_ < 1) throw std::invalid_argument("permits: must be at least 1");
-  if (permits_ > limits::kMaxPermits) throw std::invalid_argument("permits: at most 1000000");
-  if (opts_.lease.count() <= 0) throw std::invalid_argument("lease: must be positive");
+  if (permits_ < 1) throw BadOption("permits", "must be at least 1");
+  if (permits_ > limits::kMaxPermits) throw BadOption("permits", "at most 1000000");
+  if (opts_.lease.count() <= 0) throw BadOption("LockOptions::lease", "must be positive");
   if (opts_.lease < limits::kMinLease) {
-    throw std::invalid_argument("lease: at least " + std::to_string(limits::kMinLease.count()) +
-                                " ms (the heartbeat renews a grant every third of its lease, at most every 10 ms"
-                                " plus a round trip: a shorter lease is lost before it can be renewed)");
+    throw BadOption("LockOptions::lease", "at least " + std::to_string(limits::kMinLease.count()) +
+                                              " ms (the heartbeat renews a grant every third of its lease, at most "
+                                              "every 10 ms plus a round trip: a shorter lease is lost before it can "
+                                              "be renewed)");
   }
-  if (opts_.lease > limits::kMaxDuration) throw std::invalid_argument("lease: at most 2147483647 ms");
+  if (opts_.lease > limits::kMaxDuration) throw BadOption("LockOptions::lease", "at most 2147483647 ms");
   client_->check_running();
 }
 
@@ -128,7 +129,7 @@ bool Participant::drive(const std::string& member, bool watched) {
   } catch (...) {
     if (!lk.owns_lock()) lk.lock();
     fail_wait(lk, member);
-    throw;
+    rethrow_public(std::current_exception());
   }
 }
 

@@ -20,7 +20,7 @@ namespace fairlock::detail {
 using std::chrono::steady_clock;
 
 AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, bool queue, AcquireCallback done) {
-  if (!done) throw std::invalid_argument("done: the callback must not be empty");
+  if (!done) throw BadOption("done", "the callback must not be empty");
   client_->check_running();
   const std::string member = start_wait(deadline, queue);  // throws while held or waiting
   const bool watched = queue && client_->mode() == Notify::keyspace;
@@ -259,7 +259,7 @@ void Participant::fail_async(std::unique_lock<std::mutex>& lk, const std::except
   AsyncWait wait = end_async(lk);
   const std::string member = claim_.member();
   fail_wait(lk, member, answered(error));  // as the blocking driver, but never waits on a dead server
-  deliver(std::move(wait), AcquireResult::failed_with(error));
+  deliver(std::move(wait), AcquireResult::failed_with(public_error(error)));
   lk.lock();
 }
 

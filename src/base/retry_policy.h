@@ -37,6 +37,11 @@ inline constexpr milliseconds kResubscribeMax{2000};
 // moved nearer (a cancel) this often, and only while every connection is
 // taken (net/pool.cpp): nothing else can tell that wait.
 inline constexpr milliseconds kDeadlineCheck{50};
+// A TLS handshake that got no reply for this long asks the port whether
+// plain Redis answers there (rediss:// to a plain port, net/tls_stream.cpp):
+// a healthy TLS server answers a ClientHello in a millisecond or two; a
+// slower one only costs the probe, one extra connection.
+inline constexpr milliseconds kPlainProbeAfter{200};
 // (Not a constant: a release whose connection broke is tried once more on a
 // fresh one, api/participant.cpp release_member; more would not tell a lost
 // grant from a release that ran.)

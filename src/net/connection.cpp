@@ -21,8 +21,7 @@ namespace {
 
 std::unique_ptr<Stream> open_stream(const Target& t) {
   Socket s = dial(t.endpoint, t.connect_timeout);
-  set_io_timeout(s.fd(), t.connect_timeout);  // for the TLS handshake
-  return t.tls ? t.tls->handshake(std::move(s), t.endpoint) : plain_stream(std::move(s));
+  return t.tls ? t.tls->handshake(std::move(s), t.endpoint, t.connect_timeout) : plain_stream(std::move(s));
 }
 
 }  // namespace
@@ -100,9 +99,7 @@ void Connection::lost(Io io) {
   if (!answered_ && !stream_->is_tls() && io == Io::reset) {
     // A TLS-only port resets a plain client on its first bytes.
     throw TlsError(TlsError::Reason::tls_required,
-                   "redis: " + where_ +
-                       " reset the connection before its first reply (a TLS port? then use "
-                       "rediss://; or the server went away)");
+                   "redis: the server at " + where_ + " speaks TLS: use rediss:// in Options::url");
   }
   if (!answered_ && stream_->is_tls()) {
     // TLS 1.3: a server that refuses this client's certificate says so in an

@@ -2,8 +2,10 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "fairlock/errors.h"
 
@@ -20,6 +22,28 @@ std::string_view reply_error(const redisReply& r) {
   return r.type == REDIS_REPLY_ERROR && r.str ? std::string_view(r.str, r.len) : std::string_view();
 }
 
+namespace {
+
+// A script's "FLBADARG <argument> <problem>" as the caller's argument: the
+// scripts check what the C++ side checks too, so this is a value that got
+// past it (a token given to Client::evict, a limit to inspect).
+[[noreturn]] void throw_bad_argument(const std::string& text) {
+  static const std::pair<std::string_view, const char*> kOptions[] = {
+      {"member", "token"},
+      {"permits", "permits"},
+      {"lease_ms", "LockOptions::lease"},
+      {"liveness_ms", "Options::liveness_ttl"},
+      {"limit", "max_waiters"},
+  };
+  const std::string_view argument = std::string_view(text).substr(0, text.find(' '));
+  for (const auto& [word, option] : kOptions) {
+    if (argument == word) throw BadOption(option, text.substr(std::min(text.size(), word.size() + 1)));
+  }
+  throw BadOption("argument", text);
+}
+
+}  // namespace
+
 void throw_reply_error(const redisReply& r, std::string_view context) {
   std::string msg(reply_error(r).empty() ? std::string_view("unknown error") : reply_error(r));
   std::string where(context);
@@ -27,6 +51,7 @@ void throw_reply_error(const redisReply& r, std::string_view context) {
   if (starts("FLPERMITS ")) {
     throw PermitsMismatch(where + ": permits mismatch: this name is in use with " + msg.substr(10) + " permit(s)");
   }
+  if (starts("FLBADARG ")) throw_bad_argument(msg.substr(9));
   if (starts("FLVERSION ")) {
     throw ProtocolMismatch(where + ": protocol mismatch: version " + msg.substr(10));
   }
@@ -42,10 +67,11 @@ void throw_reply_error(const redisReply& r, std::string_view context) {
   if (starts("NOAUTH") || msg.find("Protocol error: unauthenticated") != std::string::npos) {
     // (Redis refuses long commands from a connection that has not
     // authenticated with that protocol error instead of NOAUTH.)
-    throw ServerError(where + ": NOAUTH: the server needs a password, give it in Options::url as " +
-                      "redis://[user:]password@host:port (redis said: " + msg + ")");
+    throw AccessDenied(where + ": the server needs a password: give it in Options::url as " +
+                       "redis://[user:]password@host:port (redis said: " + msg + ")");
   }
-  if (starts("WRONGPASS")) throw ServerError(where + ": " + msg + " (check the user and password in Options::url)");
+  if (starts("WRONGPASS")) throw AccessDenied(where + ": " + msg + " (check the user and password in Options::url)");
+  if (starts("NOPERM")) throw AccessDenied(where + ": " + msg + " (the ACL user of Options::url lacks this right)");
   throw ServerError(where + ": " + msg);
 }
 

@@ -2,6 +2,7 @@
 // TLS with OpenSSL: one context per client (trusted CAs, client
 // certificate, minimum version, verification) and a Stream per connection,
 // set up over a connected socket. Nothing outside src/ sees an OpenSSL type.
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -24,10 +25,11 @@ class TlsContext {
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
-  // The TLS handshake over s (each step waits at most the socket's timeout),
-  // verifying the certificate for Options::tls.server_name or else host.
-  // Throws TlsError (or ConnectionError if the connection drops meanwhile).
-  std::unique_ptr<Stream> handshake(Socket s, const Endpoint& ep) const;
+  // The TLS handshake over s, within `timeout`, verifying the certificate
+  // for Options::tls.server_name or else host. Throws TlsError (or
+  // ConnectionError if the connection drops meanwhile); not_tls for a port
+  // where plain Redis answers (see plain_redis_answers).
+  std::unique_ptr<Stream> handshake(Socket s, const Endpoint& ep, std::chrono::milliseconds timeout) const;
   bool verifies() const { return verify_; }
 
  private:

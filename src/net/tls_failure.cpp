@@ -3,10 +3,13 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "net/socket.h"
 #include "net/tls.h"
 
 namespace fairlock::detail {
@@ -75,10 +78,7 @@ const char* alert_hint(int reason) {
 #ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
   if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) throw_dropped(0, peer, during);
 #endif
-  if (is_not_tls(reason)) {
-    throw TlsError(Reason::not_tls,
-                   "tls: " + peer.where + " does not speak TLS (a plain port? then use redis://)" + text);
-  }
+  if (is_not_tls(reason)) throw_not_tls(peer);
   if (is_alert(reason)) {
     throw TlsError(Reason::handshake_refused,
                    "tls: " + peer.where + " refused this client " + during + text + alert_hint(reason));
@@ -107,13 +107,36 @@ void throw_handshake_failure(ssl_st* ssl, int ssl_error, int sys_errno, const Tl
   }
   if (ssl_error == SSL_ERROR_WANT_READ || ssl_error == SSL_ERROR_WANT_WRITE) {
     ERR_clear_error();
-    throw TlsError(Reason::no_handshake, "tls: no TLS handshake reply from " + peer.where +
-                                             " within connect_timeout (a paused server, or a plain port? then use "
-                                             "redis://)");
+    throw TlsError(Reason::no_handshake, "tls: the server at " + peer.where +
+                                             " did not answer the TLS handshake within Options::connect_timeout "
+                                             "(is it paused?)");
   }
   if (ssl_error == SSL_ERROR_SSL) throw_ssl_failure(peer, "during the TLS handshake");
   ERR_clear_error();
   throw_dropped(sys_errno, peer, "during the TLS handshake");
+}
+
+void throw_not_tls(const TlsPeer& peer) {
+  ERR_clear_error();
+  throw TlsError(Reason::not_tls,
+                 "tls: the server at " + peer.where + " does not speak TLS: use redis:// in Options::url");
+}
+
+bool plain_redis_answers(const Endpoint& ep, std::chrono::milliseconds budget) {
+  const auto end = std::chrono::steady_clock::now() + budget;
+  try {
+    Endpoint plain = ep;
+    plain.tls = false;
+    Socket s = dial(plain, budget);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    set_io_timeout(s.fd(), std::max(left, std::chrono::milliseconds(1)));
+    static constexpr char kPing[] = "PING\r\n";
+    if (::send(s.fd(), kPing, sizeof kPing - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof kPing - 1)) return false;
+    char first = 0;
+    return ::recv(s.fd(), &first, 1, 0) == 1 && (first == '+' || first == '-');
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 void throw_io_failure(int ssl_error, int sys_errno, const TlsPeer& peer) {

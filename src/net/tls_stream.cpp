@@ -7,9 +7,12 @@
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 
+#include "base/retry_policy.h"
 #include "net/tls.h"
 #include "net/tls_failure.h"
 
@@ -95,6 +98,7 @@ class TlsStream final : public Stream {
   TlsStream& operator=(const TlsStream&) = delete;
 
   void handshake(ssl_ctx_st* ctx, const std::string& name, bool verify);
+  void connect(const Endpoint& ep, std::chrono::milliseconds timeout);
 
   IoResult read(char* buf, std::size_t len, bool dont_wait) override {
     state_.dont_wait = dont_wait;
@@ -155,18 +159,38 @@ void TlsStream::handshake(ssl_ctx_st* ctx, const std::string& name, bool verify)
                                  : X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
     if (ok != 1) throw TlsError(TlsError::Reason::bad_config, "tls: cannot verify against the name '" + name + "'");
   }
-  ERR_clear_error();
-  state_.last_errno = 0;
-  int rc = SSL_connect(ssl_);
-  if (rc != 1) throw_handshake_failure(ssl_, SSL_get_error(ssl_, rc), state_.last_errno, peer_);
+}
+
+// SSL_connect within `timeout`. Silent for retry::kPlainProbeAfter, it asks
+// whether plain Redis answers on that port (then: not_tls), and goes on.
+void TlsStream::connect(const Endpoint& ep, std::chrono::milliseconds timeout) {
+  using std::chrono::milliseconds;
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  const auto left = [&end] {
+    return std::max(milliseconds(1), std::chrono::ceil<milliseconds>(end - std::chrono::steady_clock::now()));
+  };
+  bool probed = timeout <= retry::kPlainProbeAfter;
+  set_io_timeout(socket_.fd(), probed ? timeout : retry::kPlainProbeAfter);
+  for (;;) {
+    ERR_clear_error();
+    state_.last_errno = 0;
+    const int rc = SSL_connect(ssl_);
+    if (rc == 1) return;
+    const int error = SSL_get_error(ssl_, rc);
+    if (probed || error != SSL_ERROR_WANT_READ) throw_handshake_failure(ssl_, error, state_.last_errno, peer_);
+    probed = true;
+    if (plain_redis_answers(ep, left())) throw_not_tls(peer_);
+    set_io_timeout(socket_.fd(), left());
+  }
 }
 
 }  // namespace
 
-std::unique_ptr<Stream> TlsContext::handshake(Socket s, const Endpoint& ep) const {
+std::unique_ptr<Stream> TlsContext::handshake(Socket s, const Endpoint& ep, std::chrono::milliseconds timeout) const {
   const std::string& name = server_name_.empty() ? ep.host : server_name_;
   auto stream = std::make_unique<TlsStream>(std::move(s), TlsPeer{ep.where(), verify_ ? name : ""});
   stream->handshake(ctx_, name, verify_);
+  stream->connect(ep, timeout);
   return stream;
 }
 

@@ -1,20 +1,25 @@
 #include "net/url.h"
 
 #include <stdexcept>
+#include <string>
 #include <string_view>
+
+#include "fairlock/errors.h"
 
 namespace fairlock::detail {
 
 namespace {
 
+[[noreturn]] void bad_url(const std::string& problem) { throw BadOption("Options::url", problem); }
+
 int parse_int(std::string_view s, int lo, int hi, const char* what) {
-  if (s.empty() || s.size() > 9) throw std::invalid_argument(std::string("url: bad ") + what);
+  if (s.empty() || s.size() > 9) bad_url(std::string("bad ") + what);
   int v = 0;
   for (char c : s) {
-    if (c < '0' || c > '9') throw std::invalid_argument(std::string("url: bad ") + what);
+    if (c < '0' || c > '9') bad_url(std::string("bad ") + what);
     v = v * 10 + (c - '0');
   }
-  if (v < lo || v > hi) throw std::invalid_argument(std::string("url: ") + what + " out of range");
+  if (v < lo || v > hi) bad_url(std::string(what) + " out of range");
   return v;
 }
 
@@ -43,20 +48,22 @@ Endpoint parse_unix_url(std::string_view rest) {
   ep.unix_socket = true;
   auto q = rest.find('?');
   ep.path = std::string(rest.substr(0, q));
-  if (ep.path.empty() || ep.path[0] != '/') throw std::invalid_argument("url: unix socket path must be absolute");
+  if (ep.path.empty() || ep.path[0] != '/') bad_url("unix socket path must be absolute");
   if (q != std::string_view::npos) {
     std::string_view query = rest.substr(q + 1);
-    if (query.substr(0, 3) != "db=") throw std::invalid_argument("url: only ?db=N is understood");
+    if (query.substr(0, 3) != "db=") bad_url("only ?db=N is understood");
     ep.db = parse_int(query.substr(3), 0, 1 << 20, "db");
   }
   return ep;
 }
 
 // "[user:]password@" in front of the host, if any; returns what follows it.
-std::string_view take_credentials(std::string_view authority, Endpoint& ep) {
-  auto at = authority.rfind('@');
-  if (at == std::string_view::npos) return authority;
-  std::string_view cred = authority.substr(0, at);
+// The credentials end at the last '@' (a host, port or db holds none), so
+// a password may hold '@', '/', ':' or '#' as it is, or percent-encoded.
+std::string_view take_credentials(std::string_view rest, Endpoint& ep) {
+  auto at = rest.rfind('@');
+  if (at == std::string_view::npos) return rest;
+  std::string_view cred = rest.substr(0, at);
   auto colon = cred.find(':');
   if (colon == std::string_view::npos) {
     ep.password = percent_decode(cred);
@@ -64,18 +71,18 @@ std::string_view take_credentials(std::string_view authority, Endpoint& ep) {
     ep.user = percent_decode(cred.substr(0, colon));
     ep.password = percent_decode(cred.substr(colon + 1));
   }
-  return authority.substr(at + 1);
+  return rest.substr(at + 1);
 }
 
 void take_host_port(std::string_view hostport, Endpoint& ep) {
-  if (hostport.empty()) throw std::invalid_argument("url: missing host");
+  if (hostport.empty()) bad_url("missing host");
   if (hostport.front() == '[') {  // [::1]:6379
     auto close = hostport.find(']');
-    if (close == std::string_view::npos) throw std::invalid_argument("url: bad IPv6 host");
+    if (close == std::string_view::npos) bad_url("bad IPv6 host");
     ep.host = std::string(hostport.substr(1, close - 1));
     hostport = hostport.substr(close + 1);
     if (!hostport.empty()) {
-      if (hostport.front() != ':') throw std::invalid_argument("url: bad port");
+      if (hostport.front() != ':') bad_url("bad port");
       ep.port = parse_int(hostport.substr(1), 1, 65535, "port");
     }
   } else {
@@ -83,18 +90,19 @@ void take_host_port(std::string_view hostport, Endpoint& ep) {
     ep.host = std::string(hostport.substr(0, colon));
     if (colon != std::string_view::npos) ep.port = parse_int(hostport.substr(colon + 1), 1, 65535, "port");
   }
-  if (ep.host.empty()) throw std::invalid_argument("url: missing host");
+  if (ep.host.empty()) bad_url("missing host");
 }
 
 Endpoint parse_tcp_url(std::string_view rest, bool tls) {
   Endpoint ep;
   ep.tls = tls;
-  auto slash = rest.find('/');
+  std::string_view where = take_credentials(rest, ep);
+  auto slash = where.find('/');
   if (slash != std::string_view::npos) {
-    std::string_view db = rest.substr(slash + 1);
+    std::string_view db = where.substr(slash + 1);
     if (!db.empty()) ep.db = parse_int(db, 0, 1 << 20, "db");
   }
-  take_host_port(take_credentials(rest.substr(0, slash), ep), ep);
+  take_host_port(where.substr(0, slash), ep);
   return ep;
 }
 
@@ -110,7 +118,7 @@ Endpoint parse_url(const std::string& url) {
   if (starts_with(u, kUnix)) return parse_unix_url(u.substr(kUnix.size()));
   if (starts_with(u, kRedis)) return parse_tcp_url(u.substr(kRedis.size()), false);
   if (starts_with(u, kRediss)) return parse_tcp_url(u.substr(kRediss.size()), true);
-  throw std::invalid_argument("url: must start with redis://, rediss:// or unix://");
+  bad_url("must start with redis://, rediss:// or unix://");
 }
 
 }  // namespace fairlock::detail

@@ -19,7 +19,7 @@ struct Endpoint {
 
 // Parses "redis://[user:password@]host:port[/db]", the same with
 // "rediss://" (TLS), and "unix:///path/redis.sock[?db=N]".
-// Throws std::invalid_argument("url: ...").
+// Throws BadOption("Options::url", ...).
 Endpoint parse_url(const std::string& url);
 
 }  // namespace fairlock::detail

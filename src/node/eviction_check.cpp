@@ -92,6 +92,7 @@ void EvictionCheck::check(Connection& c) {
 // CONFIG is not, and the other way round); error replies are reasons.
 std::optional<MemoryPolicy> EvictionCheck::read(Connection& c, std::string& why_not) {
   ReplyPtr info = c.command({"INFO", "memory"});
+  if (reply_error(*info).substr(0, 6) == "NOAUTH") throw_reply_error(*info, "INFO");  // AccessDenied: no password
   if (!is_error(*info)) {
     if (auto p = policy_from_info(reply_string(*info))) return p;
     why_not = "INFO memory has no maxmemory_policy";

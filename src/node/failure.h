@@ -26,4 +26,19 @@ inline bool is_final(CallFailure f) { return f == CallFailure::refused || f == C
 // another call would run too.
 inline bool server_answered(CallFailure f) { return f == CallFailure::refused; }
 
+// The error as a caller may see it: an internal type (NotConnected,
+// ScriptsFlushed) becomes the ConnectionError it derives from, same what().
+std::exception_ptr public_error(const std::exception_ptr& e);
+[[noreturn]] void rethrow_public(const std::exception_ptr& e);
+
+// f(), with what it throws as public_error: for the library's entry points.
+template <class F>
+auto publicly(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    rethrow_public(std::current_exception());
+  }
+}
+
 }  // namespace fairlock::detail

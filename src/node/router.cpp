@@ -41,11 +41,12 @@ Node::Node(Target target, const ServerConfig& config, const WakeConfig& wake_con
     : server(std::move(target), config, counters, log), wake(server, wake_config, sink, counters, log) {}
 
 Notify Router::start() {
-  for_each([](Node& n) { n.server.open(); });
+  bool reached = true;
+  for_each([&](Node& n) { reached = n.server.open() && reached; });
   Notify mode = Notify::publish;
   bool first = true;
   for_each([&](Node& n) {
-    Notify m = n.wake.start();
+    Notify m = n.wake.start(reached);
     if (first || m == Notify::poll) mode = m;
     first = false;
   });

@@ -33,8 +33,10 @@ class Router {
   virtual void for_each(const std::function<void(Node&)>& f) = 0;
 
   // Opens a connection to every node (which checks the server: throws
-  // EvictionPolicyError), then starts every node's subscriber; returns the
-  // wake mode in effect on all of them (poll if any had to fall back).
+  // what Server::open throws), then starts every node's subscriber; returns
+  // the wake mode in effect on all of them (poll if any had to fall back).
+  // A server it cannot reach costs no more than that one connection's try:
+  // the subscribers then connect in the background.
   Notify start();
   void stop() noexcept;
 };

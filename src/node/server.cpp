@@ -19,12 +19,12 @@ Server::Server(Target target, const ServerConfig& config, Counters& counters, sp
       commands_(target_, config.pool_size, counters, log, [this](Connection& c) { eviction_.check(c); }),
       heartbeat_(target_, 1, counters, log, [this](Connection& c) { eviction_.check(c); }) {}
 
-void Server::open() {
+bool Server::open() {
   try {
-    commands_.with([](Connection&) { return true; });
-  } catch (const EvictionPolicyError&) {
-    throw;
-  } catch (const Error&) {  // the first call reports it, and checks the connection it opens
+    return commands_.with([](Connection&) { return true; });
+  } catch (const Error& e) {
+    if (is_setup_error(e)) throw;
+    return false;  // the first call reports it, and checks the connection it opens
   }
 }
 

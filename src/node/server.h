@@ -35,9 +35,10 @@ class Server {
   Server(Target target, const ServerConfig& config, Counters& counters, spdlog::logger& log);
 
   // Opens a command connection now rather than at the first call, so that
-  // its checks run (EvictionCheck): throws EvictionPolicyError. Any other
-  // failure (unreachable now, a wrong password) is left to the first call.
-  void open();
+  // its checks run: throws what asking again cannot cure (is_setup_error:
+  // EvictionPolicyError, AccessDenied, a TLS setup that cannot work). Any
+  // other failure (unreachable now) is left to the first call: false.
+  bool open();
   // One script call; an error reply is returned in place.
   ReplyPtr run_one(ScriptCall call);
   // Script calls in one round trip; error replies are left in place.

@@ -19,6 +19,20 @@ namespace fairlock::detail {
 
 using std::chrono::milliseconds;
 
+namespace {
+
+bool is_setup_failure(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return is_setup_error(x);
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
 Wake::Wake(Server& server, WakeConfig config, WakeSink& sink, Counters& counters, spdlog::logger& log)
     : server_(server),
       config_(std::move(config)),
@@ -32,19 +46,21 @@ Wake::~Wake() {
   if (event_fd_ >= 0) ::close(event_fd_);
 }
 
-Notify Wake::start() {
+Notify Wake::start(bool wait) {
   if (config_.mode == Notify::keyspace && !keyspace_configured()) config_.mode = Notify::poll;
   if (config_.mode == Notify::poll) return Notify::poll;
   event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd_ < 0) throw Error("fairlock: eventfd failed");
   thread_.start([this] { loop(); });
-  if (config_.mode == Notify::publish) {
+  if (config_.mode == Notify::publish && wait) {
     // Be subscribed before the first wait, so no early wake is lost.
     std::unique_lock<std::mutex> lk(mu_);
-    if (!cv_.wait_for(lk, config_.confirm_timeout, [&] { return signals_ok_.load() || refused_; })) {
+    if (!cv_.wait_for(lk, config_.confirm_timeout, [&] { return signals_ok_.load() || first_failure_; })) {
       log_.warn("fairlock: wake subscriber not ready; waiting polls until it is");
     }
-    if (refused_ && !signals_ok_.load()) std::rethrow_exception(refused_);
+    if (first_failure_ && !signals_ok_.load() && is_setup_failure(first_failure_)) {
+      std::rethrow_exception(first_failure_);
+    }
   }
   return config_.mode;
 }
@@ -86,12 +102,14 @@ bool Wake::keyspace_configured() {
   return false;
 }
 
-// A TLS setup that cannot work (a certificate that does not verify) is
-// reported by start(), so that the Client's constructor throws it.
-void Wake::note_refusal(const std::exception& e) {
-  if (failure_of(e) != CallFailure::wrong_setup || started_once_) return;
+// The subscriber's first try failed (called from its catch block): start()
+// stops waiting for it, and throws it if it is a setup error (a
+// certificate that does not verify, a wrong password), so that the
+// Client's constructor does.
+void Wake::note_first_failure() {
+  if (started_once_) return;
   std::lock_guard<std::mutex> lk(mu_);
-  if (!refused_) refused_ = std::make_exception_ptr(dynamic_cast<const TlsError&>(e));
+  if (!first_failure_) first_failure_ = std::current_exception();
   cv_.notify_all();
 }
 
@@ -167,7 +185,7 @@ void Wake::loop() {
       session(*c);
     } catch (const std::exception& e) {
       if (stopping_.load()) break;
-      note_refusal(e);
+      note_first_failure();
       if (signals_ok_.exchange(false) || !failed_before) {
         log_.warn("fairlock: wake subscriber down ({}); waiters poll until it is back", e.what());
       }

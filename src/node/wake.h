@@ -51,8 +51,11 @@ class Wake {
   Wake& operator=(const Wake&) = delete;
 
   // Starts listening; returns the mode in effect (keyspace falls back to
-  // poll when the server's notify-keyspace-events lack K and $).
-  Notify start();
+  // poll when the server's notify-keyspace-events lack K and $). Publish
+  // mode waits until subscribed, at most confirm_timeout, unless `wait` is
+  // false, or until the subscriber's first try fails: a setup error
+  // (is_setup_error) is thrown; otherwise waiters poll until it is back.
+  Notify start(bool wait = true);
   void stop() noexcept;
   // Signals arrive now: a waiter may sleep on them (with a bounded timer).
   bool signals_ok() const { return signals_ok_.load(); }
@@ -70,7 +73,7 @@ class Wake {
  private:
   bool keyspace_configured();
   void loop();
-  void note_refusal(const std::exception& e);
+  void note_first_failure();
   void session(Connection& c);
   void sync(Connection& c, std::set<std::string>& sent);
   void dispatch(const redisReply& r);
@@ -86,8 +89,8 @@ class Wake {
   const std::string wake_channel_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> signals_ok_{false};
-  bool started_once_ = false;   // subscriber thread only
-  std::exception_ptr refused_;  // a wrong setup met before the first start (guarded by mu_)
+  bool started_once_ = false;         // subscriber thread only
+  std::exception_ptr first_failure_;  // of the subscriber's first try, if it failed (guarded by mu_)
   int event_fd_ = -1;
   OwnedThread thread_;
 

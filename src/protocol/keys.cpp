@@ -2,15 +2,17 @@
 
 #include <stdexcept>
 
+#include "fairlock/errors.h"
+
 namespace fairlock::detail {
 
 Keys::Keys(std::string_view prefix, std::string_view name) {
-  if (name.empty()) throw std::invalid_argument("name: must not be empty");
+  if (name.empty()) throw BadOption("name", "must not be empty");
   if (name.size() > kMaxNameBytes) {
-    throw std::invalid_argument("name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
+    throw BadOption("name", "longer than " + std::to_string(kMaxNameBytes) + " bytes");
   }
   if (name.find_first_of("{}") != std::string_view::npos) {
-    throw std::invalid_argument("name: must not contain '{' or '}' (they would break the hash tag)");
+    throw BadOption("name", "must not contain '{' or '}' (they would break the hash tag)");
   }
   std::string base;
   base.reserve(prefix.size() + name.size() + 8);

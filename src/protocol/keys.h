@@ -10,7 +10,7 @@ namespace fairlock::detail {
 constexpr std::size_t kMaxNameBytes = 1024;
 
 // The six keys every script takes, all sharing the hash tag {name}.
-// Throws std::invalid_argument("name: ...") for an empty or oversized name,
+// Throws BadOption("name", ...) for an empty or oversized name,
 // or one with '{' or '}' (it would end the hash tag early).
 struct Keys {
   Keys(std::string_view prefix, std::string_view name);

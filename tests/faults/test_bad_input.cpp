@@ -310,7 +310,7 @@ TEST(BadInput, Urls) {
     EXPECT_EQ(to_string(made.kind), std::string(to_string(c.at_construction)))
         << "url '" << c.url << "': " << made.message;
     if (made.kind == Expect::invalid_argument) {
-      EXPECT_EQ(made.message.rfind("url", 0), 0u) << made.message;
+      EXPECT_EQ(made.message.rfind("Options::url: ", 0), 0u) << made.message;
     }
     if (!client) continue;
     Outcome used = run([&] {

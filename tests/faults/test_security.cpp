@@ -295,23 +295,24 @@ TEST(Security, PasswordAuth) {
         << "the subscriber did not authenticate";
     b.unlock();
   }
-  // Wrong and missing passwords: a clear, typed error, at once.
+  // Wrong and missing passwords: a clear, typed error, at once (from the
+  // constructor, which meets it on its first connection).
   for (const std::string& url :
        {"redis://:wrong@127.0.0.1:" + std::to_string(s.port()), "redis://127.0.0.1:" + std::to_string(s.port())}) {
     Options bad = o;
     bad.url = url;
     bad.connect_timeout = 500ms;
-    Client c(bad);
-    FairLock l(c, "auth");
     try {
+      Client c(bad);
+      FairLock l(c, "auth");
       l.lock();
       ADD_FAILURE() << url << ": lock() succeeded";
-    } catch (const ServerError& e) {
+    } catch (const AccessDenied& e) {
       std::string m = e.what();
       EXPECT_TRUE(m.find("WRONGPASS") != std::string::npos || m.find("NOAUTH") != std::string::npos)
           << url << ": " << m;
     } catch (const std::exception& e) {
-      ADD_FAILURE() << url << ": not a ServerError: " << e.what();
+      ADD_FAILURE() << url << ": not AccessDenied: " << e.what();
     }
   }
 }

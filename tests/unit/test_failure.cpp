@@ -23,8 +23,13 @@ TEST(Failure, EachErrorHasItsKind) {
   EXPECT_EQ(failure_of(ServerError("ERR")), CallFailure::refused);
   EXPECT_EQ(failure_of(EvictionPolicyError("allkeys-lru")), CallFailure::refused);
   EXPECT_EQ(failure_of(TlsError(Reason::unknown_ca, "verify")), CallFailure::wrong_setup);
-  EXPECT_EQ(failure_of(TlsError(Reason::tls_required, "reset")), CallFailure::in_doubt);  // may be a server going away
-  EXPECT_EQ(failure_of(TlsError(Reason::no_handshake, "paused")), CallFailure::in_doubt);
+  // Neither reached a server that read a command: a reset before the first
+  // reply means our bytes were unread (a server that read them and died
+  // closes with FIN: in doubt); no handshake, nothing sent. Retried later in
+  // a wait as a server that is down, reported at once by a first call.
+  EXPECT_EQ(failure_of(TlsError(Reason::tls_required, "reset")), CallFailure::unsent);
+  EXPECT_EQ(failure_of(TlsError(Reason::no_handshake, "paused")), CallFailure::unsent);
+  EXPECT_EQ(failure_of(AccessDenied("WRONGPASS")), CallFailure::refused);
   EXPECT_EQ(failure_of(std::runtime_error("other")), CallFailure::in_doubt);
 }
 
@@ -42,6 +47,7 @@ TEST(Failure, OnlyRefusalsAndWrongSetupsAreFinalOnlyRefusalsAnswered) {
 TEST(Failure, SetupErrorsAreThoseNoRetryCures) {
   EXPECT_TRUE(is_setup_error(TlsError(Reason::unknown_ca, "verify")));
   EXPECT_TRUE(is_setup_error(EvictionPolicyError("allkeys-lru")));
+  EXPECT_TRUE(is_setup_error(AccessDenied("WRONGPASS")));
   EXPECT_FALSE(is_setup_error(TlsError(Reason::no_handshake, "paused")));
   EXPECT_FALSE(is_setup_error(ConnectionError("down")));
   EXPECT_FALSE(is_setup_error(ServerError("WRONGTYPE")));
