@@ -734,7 +734,7 @@ TEST(ScriptArgv, WrongNumberOfKeysGetsFlbadarg) {
     ways.emplace_back("FCALL", std::string(script.function));
   }
   for (const auto& [command, script] : ways) {
-    for (int nkeys : {0, 5, 7}) {
+    for (int nkeys : {0, 6, 8}) {
       std::vector<std::string> argv = {command, script, std::to_string(nkeys)};
       for (int i = 0; i < nkeys; ++i) argv.push_back(qkey(name, std::to_string(i)));
       for (const auto& a : {m, std::string("1"), std::string("1000"), std::string("1000"), std::string("q")}) {
