@@ -37,6 +37,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUNCTIONS = {}  # operation -> the loaded library's function name (set in main)
+KEY_SUFFIXES = []  # the keys of a name the scripts take, in order (set in main: 7 since protocol version 7)
 UNFAIR_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
 
@@ -170,22 +171,27 @@ class Server:
 
 def keys(name):
     base = "fairlock:{%s}:" % name
-    return [base + k for k in ("q", "w", "h", "g", "seq", "o")]
+    return [base + k for k in KEY_SUFFIXES]
+
+
+def key_suffixes(lib_text):
+    """The keys the scripts take: version 7 added ev (lib.lua declares KEYS[7]); 6 before."""
+    return ["q", "w", "h", "g", "seq", "o"] + (["ev"] if "KEYS[7]" in lib_text else [])
 
 
 LEASE_MS = 30000
 
 
 def member(i):
-    # one process (client id), a token per participant, the wait's lease (protocol version 6)
+    # one process (client id), a token per participant, the wait's lease (protocol versions 6 and 7)
     return "p1a2b3c4d5e6f708:%024x:%d" % (i, LEASE_MS)
 
 
 def uncontended_pair(conn):
     def cycle(i):
         k, m = keys("idle%d" % (i % 64)), member(i)
-        replies = conn.pipeline([["FCALL", FUNCTIONS["acquire"], 6] + k + [m, 1, LEASE_MS, 5000, "f"],
-                                 ["FCALL", FUNCTIONS["release"], 6] + k + [m, 1]])
+        replies = conn.pipeline([["FCALL", FUNCTIONS["acquire"], len(k)] + k + [m, 1, LEASE_MS, 5000, "f"],
+                                 ["FCALL", FUNCTIONS["release"], len(k)] + k + [m, 1]])
         if replies != [[1, replies[0][1], LEASE_MS], 1]:
             raise RuntimeError("uncontended pair: %r" % replies)
     return cycle
@@ -196,7 +202,7 @@ def contended_grant(conn):
     queue = []
 
     def acquire(m):
-        return conn(*(["FCALL", FUNCTIONS["acquire"], 6] + k + [m, 1, LEASE_MS, 5000, "f"]))
+        return conn(*(["FCALL", FUNCTIONS["acquire"], len(k)] + k + [m, 1, LEASE_MS, 5000, "f"]))
 
     holder = member(10**9)
     if acquire(holder)[0] != 1:
@@ -210,8 +216,8 @@ def contended_grant(conn):
     def cycle(i):
         nonlocal holder, queued_first
         queue.append(member(i))
-        replies = conn.pipeline([["FCALL", FUNCTIONS["acquire"], 6] + k + [queue[-1], 1, LEASE_MS, 5000, "f"],
-                                 ["FCALL", FUNCTIONS["release"], 6] + k + [holder, 1] + queued_first])
+        replies = conn.pipeline([["FCALL", FUNCTIONS["acquire"], len(k)] + k + [queue[-1], 1, LEASE_MS, 5000, "f"],
+                                 ["FCALL", FUNCTIONS["release"], len(k)] + k + [holder, 1] + queued_first])
         if replies[0][0] != 0 or replies[1] != 1:
             raise RuntimeError("contended grant: %r" % replies)
         holder = queue.pop(0)
@@ -246,6 +252,7 @@ def main():
         text, name = library(args.lua)
         server.conn("FUNCTION", "LOAD", text)
         FUNCTIONS.update(acquire=name + "_acquire", release=name + "_release")
+        KEY_SUFFIXES[:] = key_suffixes(text)
         rows = [("fairlock uncontended pair", uncontended_pair), ("fairlock contended grant", contended_grant),
                 ("unfair pair", unfair_pair)]
         for label, make in rows:

@@ -272,7 +272,7 @@ void report_A(Env& e, const std::vector<Sys>& sys, int blocks, int n, const Same
             "the record's read and write) where the unfair lock runs a native SET NX and one small script. "
             "Tried: the uncontended holder in a key of its own (protocol version 5: -18 %% Redis instructions "
             "per pair); one declared key per call (-5 %%, not kept: scripts must declare the keys they touch). "
-            "Two script calls with six keys cost more before any work than the whole unfair pair; the rest "
+            "Two script calls with seven keys cost more before any work than the whole unfair pair; the rest "
             "needs an acquire without a script",
             su, command_us(kScripts), command_us(kUnfair));
   } else if (fu > 1.1) {

@@ -129,6 +129,7 @@ RawKeys::RawKeys(const std::string& prefix, const std::string& name) {
   g = k.g;
   seq = k.seq;
   o = k.o;
+  ev = k.ev;
 }
 
 void load_fairlock_scripts(Redis& c) {
@@ -146,7 +147,7 @@ void load_fairlock_scripts(Redis& c) {
 namespace {
 // A call as the client makes it by default: FCALL of the script's function.
 std::vector<std::string> call_head(fairlock::detail::Script s, const RawKeys& k) {
-  return {"FCALL", std::string(fairlock::detail::script_function(s)), "6", k.q, k.w, k.h, k.g, k.seq, k.o};
+  return {"FCALL", std::string(fairlock::detail::script_function(s)), "7", k.q, k.w, k.h, k.g, k.seq, k.o, k.ev};
 }
 }  // namespace
 

@@ -72,7 +72,7 @@ long long client_command_usec(const ServerDelta& d, const std::string& system);
 // and, for SCRIPT LOAD users, the scripts).
 struct RawKeys {
   RawKeys(const std::string& prefix, const std::string& name);
-  std::string q, w, h, g, seq, o;
+  std::string q, w, h, g, seq, o, ev;
 };
 void load_fairlock_scripts(Redis& c);
 std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits, long long lease_ms,

@@ -1,6 +1,6 @@
 -- acquire: join the queue (or take a free permit), or report the caller's state.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o, 7 ev   (see lib.lua)
 -- ARGV: 1 member        "<m><cid>:<token>:<lease_ms>" (or version 5's
 --                       "<m><cid>:<token>", without a lease: lib.lua)
 --       2 permits       1 .. 1000000; must match the name's stored permits
@@ -27,6 +27,10 @@
 --                                 now + liveness_ms.
 --   {-1}                          mode "t" and no permit free, or others
 --                                 queued (no barging); nothing stored
+--   {-2}                          mode "q" only: the member neither holds nor
+--                                 waits because an operator evicted it (ev,
+--                                 lib.lua record_eviction); nothing stored:
+--                                 it is not queued again
 -- Errors: "FLBADARG <text>", "FLPERMITS <stored permits>",
 --         "FLVERSION <version>: <text>"
 local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
@@ -51,6 +55,7 @@ local fence
 if not has_queue(now) then
   local owner, owner_fence, owner_permits = inline_holder()
   if not owner then  -- idle (or o unreadable, tampered: replaced): grant inline
+    if mode == 'q' and was_evicted(member, now) then return {-2} end
     local t = ticket_after(now)
     local text = format('%d', t)
     redis.call('HSET', SEQ, 'v', VERSION, 's', text)
@@ -104,6 +109,12 @@ if mode ~= 'f' then
     zadd(W, now + liveness, proc_of(member))
     cleanup(now, now + liveness)
     return {0, ticket, redis.call('ZRANK', Q, member), next_expiry(now)}
+  end
+  -- Neither holding nor waiting: a re-ask of a member an operator evicted
+  -- ends here (a fresh member, "f", cannot have been; a try never queued).
+  if mode == 'q' and was_evicted(member, now) then
+    cleanup(now, nil)
+    return {-2}
   end
 end
 

@@ -1,6 +1,6 @@
 -- cancel: leave the queue (timeout, cancellation).
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o, 7 ev   (see lib.lua)
 -- ARGV: 1 member    "<m><cid>:<token>:<lease_ms>" (or without the lease: lib.lua)
 --       2 permits   1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 -- Returns: {1}        the member was in the queue (even past its liveness

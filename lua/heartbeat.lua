@@ -1,7 +1,7 @@
 -- heartbeat: keep one process's waiters and holders of one name alive, in
 -- one call, and tell the process what became of each of them.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o, 7 ev   (see lib.lua)
 -- ARGV: 1 permits       1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 --       2 liveness_ms   1 .. 2^31-1; the process's new liveness deadline (w)
 --       3.. pairs       member, lease_ms (0 .. 2^31-1), zero or more pairs,
@@ -20,11 +20,13 @@
 --   2, fence, remaining  holds a grant with this fence; remaining = ms from
 --                        this call's TIME to its deadline (after any
 --                        renewal), >= 1
---   0, 0, -1             gone: neither waiting nor holding (expired or
---                        evicted); an expired entry still there is removed
---                        (a waiter whose process's liveness ran out before
---                        this call, too; an inline grant whose o has no
---                        valid expiry, tampered, cannot prove its grant)
+--   0, 0, -1             gone: neither waiting nor holding (expired); an
+--                        expired entry still there is removed (a waiter
+--                        whose process's liveness ran out before this call,
+--                        too; an inline grant whose o has no valid expiry,
+--                        tampered, cannot prove its grant)
+--   3, 0, -1             evicted: neither waiting nor holding because an
+--                        operator evicted it (ev, lib.lua record_eviction)
 -- Errors: "FLBADARG <text>", "FLVERSION <version>: <text>"
 local bad_keys = begin(KEYS, ARGV)  -- first, always (lib.lua)
 if bad_keys then return bad_keys end
@@ -53,6 +55,10 @@ local function report(status, value, ms)
   out[#out + 1] = value
   out[#out + 1] = ms
 end
+-- A member neither waiting nor holding: evicted, or else gone.
+local function report_absent(member)
+  report(was_evicted(member, now) and 3 or 0, 0, -1)
+end
 -- The inline holder's remaining ms after its renewal (none for lease 0),
 -- nil if o has no valid expiry and is not renewed.
 local function inline_remaining(lease)
@@ -68,7 +74,7 @@ if not has_queue(now) then
     if left then
       report(2, owner_fence, left)
     else
-      report(0, 0, -1)
+      report_absent(ARGV[i])
     end
   end
   return out
@@ -101,8 +107,10 @@ for i = 3, #ARGV, 2 do
     end
     if fence then
       report(2, fence, remaining(deadline, now))
+    elseif rank then
+      report(0, 0, -1)  -- its process's liveness ran out: gone
     else
-      report(0, 0, -1)
+      report_absent(member)
     end
   end
 end

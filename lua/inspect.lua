@@ -1,6 +1,6 @@
 -- inspect: the state of one name, read in one atomic step. Changes nothing.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o, 7 ev   (see lib.lua)
 -- ARGV: 1 limit   how many waiters to list, from the head (0 .. 100000)
 -- Returns: {now_ms, permits, last_ticket, holder_count, waiter_count,
 --           holders, waiters}

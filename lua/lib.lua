@@ -23,6 +23,12 @@
 --     deadline (PX). Its fence is the record's "s". It exists only while q,
 --     h and g do not: the first call that needs them moves it into h and g
 --     (inflate).
+--   KEYS[7] P:{N}:ev   ZSET  evicted member -> until when (ms, Redis TIME) its
+--                            eviction is remembered: the deadline its entry
+--                            had (record_eviction). Its process's acquire and
+--                            heartbeat then answer "evicted", not "gone", so
+--                            it does not queue again. Expires at its last
+--                            entry; outlives an idle name until then.
 -- While a name is busy its keys expire some seconds after the last deadline
 -- they hold; when it goes idle they are deleted.
 -- Tickets (= fences) are max(last + 1, now_ms * 1000): strictly increasing,
@@ -44,9 +50,9 @@
 -- standard functions are upvalues, not a global and a field looked up at
 -- every use (3 to 4 %). A function library cannot read them while it loads,
 -- so the first call binds them (begin).
-local format, find, sub, match, floor, min, max, tonumber, ipairs, unpack
+local format, find, sub, match, floor, min, max, tonumber, ipairs, unpack, next
 
-local Q, W, H, G, SEQ, O  -- this call's keys (begin)
+local Q, W, H, G, SEQ, O, EV  -- this call's keys (begin)
 local ARGS = {}          -- this call's ARGV (begin)
 local PRUNE_LIMIT = '100' -- expired entries removed per structure per call (a string: above)
 local SKIP_LIMIT = 100    -- expired waiters skipped at the head per call
@@ -55,7 +61,7 @@ local fresh = {}         -- the keys (q, w, h) this call created: they need thei
 local moved_deadline = nil -- the deadline of a holder this call moved into h (inflate, cleanup)
 local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
-local VERSION = '6'       -- the protocol version this script set speaks (the record's "v")
+local VERSION = '7'       -- the protocol version this script set speaks (the record's "v")
 local R = {}              -- the record as this call knows it (read_record, record_set): s, p, x
 local inline_text = nil   -- o's value as this call read it (inline_value), false if none
 local inline = nil        -- the same, parsed (inline_entry): a table, or false if none
@@ -70,18 +76,25 @@ local w_by_member = false -- w is still keyed by member (an older version's, rea
 -- Starts a call: every operation script runs `begin(KEYS, ARGV)` first. It
 -- takes the keys and arguments and resets every per-call value above, so
 -- the same text also works as a function library (the values then outlive
--- a call). Returns an error reply unless there are 6 keys.
+-- a call). Returns an error reply unless there are 7 keys.
 local function begin(keys, args)
-  if #keys ~= 6 then
-    return redis.error_reply('FLBADARG expected 6 keys (q w h g seq o), got ' .. #keys)
+  if #keys ~= 7 then
+    return redis.error_reply('FLBADARG expected 7 keys (q w h g seq o ev), got ' .. #keys)
   end
   if not format then
     format, find, sub, match = string.format, string.find, string.sub, string.match
     floor, min, max, tonumber, ipairs, unpack = math.floor, math.min, math.max, _G.tonumber, _G.ipairs, _G.unpack
+    next = _G.next
   end
-  Q, W, H, G, SEQ, O = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
+  Q, W, H, G, SEQ, O, EV = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7]
   ARGS = args
-  fresh, moved_deadline, R, cards, h_first = {}, nil, {}, {}, nil
+  -- A table made per call costs an uncontended call about 1 %: fresh and
+  -- cards are made again only if the last call filled them (the fast paths
+  -- do not), and R not at all (read_record sets it, and every script reads
+  -- the record before R).
+  if next(fresh) ~= nil then fresh = {} end
+  if next(cards) ~= nil then cards = {} end
+  moved_deadline, h_first = nil, nil
   livenesses, w_by_member, inline_text, inline, queue = nil, false, nil, nil, nil
   return nil
 end
@@ -625,7 +638,7 @@ local function upgrade_record(old, readonly)
 end
 
 -- Versions 1 to 3 kept a w entry per waiter (member -> deadline); versions
--- 4 to 6 keep one per process, at the latest live deadline of its waiters. The move
+-- 4 to 7 keep one per process, at the latest live deadline of its waiters. The move
 -- reads all of w once (a queue of n waiters: O(n), once per name); read
 -- only (inspect), w is read by member instead.
 local function upgrade_w(readonly, now)
@@ -694,14 +707,15 @@ local function read_record(now, readonly)
   local old = r[1]
   R = {s = r[2], p = r[3], x = r[4]}
   if not old or old == VERSION then return nil end
-  if old ~= '1' and old ~= '2' and old ~= '3' and old ~= '4' and old ~= '5' then
+  if old ~= '1' and old ~= '2' and old ~= '3' and old ~= '4' and old ~= '5' and old ~= '6' then
     return fail('VERSION', old .. ': this name is kept by protocol version ' .. old ..
                 ', these scripts speak version ' .. VERSION)
   end
-  -- Version 5's layout is this version's: only "v" changes.
+  -- Versions 5 and 6 kept this version's layout (without ev, which a name
+  -- lacks until its first eviction): only "v" changes.
   if old == '1' or old == '2' then upgrade_record(old, readonly) end
-  if old ~= '4' and old ~= '5' then upgrade_w(readonly, now) end
-  if old ~= '1' and old ~= '5' then upgrade_inline(now, readonly) end
+  if old == '1' or old == '2' or old == '3' then upgrade_w(readonly, now) end
+  if old == '2' or old == '3' or old == '4' then upgrade_inline(now, readonly) end
   if old ~= '1' and old ~= '2' and not readonly then redis.call('HSET', SEQ, 'v', VERSION) end
   return nil
 end
@@ -799,4 +813,29 @@ local function cleanup(now, horizon, deep)
   end
   x = format('%d', x)
   for _, key in ipairs(keys) do redis.call('PEXPIREAT', key, x) end
+end
+
+-- An operator evicted `member` (evict), whose entry lasted until `deadline`
+-- (a holder's grant deadline; a waiter's, its process's liveness
+-- deadline): ev remembers it until then, so that its process, which calls
+-- before then unless it is dead, learns that it was evicted (was_evicted)
+-- instead of queueing again. An entry whose deadline had passed is not
+-- remembered: its process counts as dead, and queues again if it comes
+-- back, as after any expiry. Expired entries (and corrupt far ones) leave
+-- ev here, bounded like prune, and ev expires with its last entry, so ev
+-- holds at most the evictions of live entries.
+local function record_eviction(member, deadline, now)
+  local old = dead_entries(EV, now, true)
+  if #old > 0 then zrem(EV, unpack(old)) end
+  if not live_deadline(deadline, now) then return end
+  zadd(EV, deadline, member)
+  local last = redis.call('ZRANGE', EV, '-1', '-1', 'WITHSCORES')
+  redis.call('PEXPIREAT', EV, format('%d', floor(min(tonumber(last[2]), now + MAX_MS)) + 1))
+end
+
+-- `member` is neither waiting nor holding, and was evicted (record_eviction)
+-- no longer ago than its entry would have lasted. Read only by the calls of
+-- a member found gone (acquire's re-ask, heartbeat), off the per-grant path.
+local function was_evicted(member, now)
+  return live_deadline(tonumber(redis.call('ZSCORE', EV, member)), now)
 end

@@ -1,7 +1,7 @@
 -- release: give up a grant, by owner check, and hand the permit to the next
 -- live waiter in the same step.
 --
--- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o   (see lib.lua)
+-- KEYS: 1 q, 2 w, 3 h, 4 g, 5 seq, 6 o, 7 ev   (see lib.lua)
 -- ARGV: 1 member    "<m><cid>:<token>:<lease_ms>" (or without the lease: lib.lua)
 --       2 permits   1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 --       3 "h"       optional: the caller queued before it was granted, so

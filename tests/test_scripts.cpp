@@ -1098,5 +1098,77 @@ TEST_F(Scripts, OverMaxmemoryTheCallsRunByEvalshaUntilTheLibraryLoads) {
   EXPECT_NE(full.cmd({"FUNCTION", "LIST"}), "");
 }
 
+// Evict remembers an evicted member in ev until its entry's deadline (a
+// waiter's: its process's liveness deadline): its heartbeat answers 3
+// (evicted) and its re-ask (mode q) {-2}, never queueing it again, also
+// once the name is idle; a try stays a try ({-1}).
+TEST_F(Scripts, AnEvictedWaiterIsToldSoAndNotQueuedAgain) {
+  EXPECT_EQ(acquire(member(1))[0], 1);
+  EXPECT_EQ(acquire(member(2))[0], 0);
+  EXPECT_EQ(ints(*call(Script::evict, {member(2), "1"})), std::vector<long long>{2});
+  EXPECT_EQ(redis({"ZSCORE", keys.ev, member(2)}), redis({"ZSCORE", keys.w, proc(member(2))}));
+  EXPECT_GT(std::stoll(redis({"PTTL", keys.ev})), 0);
+  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"})), (std::vector<long long>{3, 0, -1}));
+  EXPECT_EQ(acquire(member(2)), std::vector<long long>{-2});
+  EXPECT_EQ(acquire(member(2), 1, 10000, 10000, "t"), std::vector<long long>{-1});
+  EXPECT_EQ(redis({"ZCARD", keys.q}), "0");
+  EXPECT_EQ(release(member(1)), 1);  // idle: only the record and ev are left
+  EXPECT_EQ(name_keys(), (std::vector<std::string>{keys.ev, keys.seq}));
+  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"})), (std::vector<long long>{3, 0, -1}));
+  EXPECT_EQ(acquire(member(2)), std::vector<long long>{-2});  // not granted inline either
+  EXPECT_EQ(redis({"EXISTS", keys.o}), "0");
+  EXPECT_EQ(acquire(member(3), 1, 10000, 10000, "f")[0], 1);  // others are not affected
+}
+
+// An evicted holder, inline or in h, is remembered until its grant's
+// deadline: its heartbeat answers 3, its re-ask {-2}, its release 0.
+TEST_F(Scripts, AnEvictedHolderIsToldSo) {
+  EXPECT_EQ(acquire(member(1))[0], 1);  // inline
+  const long long left = std::stoll(redis({"PTTL", keys.o}));
+  EXPECT_EQ(ints(*call(Script::evict, {member(1), "1"})), std::vector<long long>{1});
+  const long long until = std::stoll(redis({"ZSCORE", keys.ev, member(1)})) - server_ms();
+  EXPECT_LE(until, left + 1);  // o's deadline
+  EXPECT_GT(until, left - 5000);
+  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(1), "10000"})), (std::vector<long long>{3, 0, -1}));
+  EXPECT_EQ(acquire(member(1)), std::vector<long long>{-2});
+  EXPECT_EQ(acquire(member(2))[0], 1);
+  EXPECT_EQ(acquire(member(3))[0], 0);
+  EXPECT_EQ(ints(*call(Script::evict, {member(2), "1"})), std::vector<long long>{1});  // in h: hands on
+  EXPECT_EQ(redis({"ZSCORE", keys.ev, member(2)}).empty(), false);
+  EXPECT_EQ(redis({"ZRANGE", keys.h, "0", "-1"}), member(3));
+  EXPECT_EQ(without_ms(ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"}))),
+            (std::vector<long long>{3, 0}));
+  EXPECT_EQ(release(member(2)), 0);
+  EXPECT_EQ(acquire(member(2)), std::vector<long long>{-2});
+  EXPECT_EQ(release(member(3)), 1);
+}
+
+// ev stays bounded: an entry whose deadline passed was no live entry (its
+// process counts as dead, and queues again when it comes back), so it is
+// not recorded, and entries past their deadline, or corrupt far beyond any
+// (tampered), leave at the next eviction and never count; ev expires with
+// its last entry.
+TEST_F(Scripts, TheEvictionRecordIsBounded) {
+  EXPECT_EQ(acquire(member(1))[0], 1);
+  EXPECT_EQ(acquire(member(2))[0], 0);
+  EXPECT_EQ(acquire(member(3))[0], 0);
+  EXPECT_EQ(acquire(member(4))[0], 0);
+  expire_waiters({member(2)});
+  EXPECT_EQ(ints(*call(Script::evict, {member(2), "1"})), std::vector<long long>{2});
+  EXPECT_EQ(redis({"EXISTS", keys.ev}), "0");  // a dead waiter's eviction is not remembered
+  EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", member(2), "10000"})), (std::vector<long long>{0, 0, -1}));
+  EXPECT_EQ(ints(*call(Script::evict, {member(3), "1"})), std::vector<long long>{2});
+  redis({"ZADD", keys.ev, "1e300", member(8)});  // corrupt
+  expire(keys.ev, {member(3)});                  // past
+  for (const auto& m : {member(3), member(8)}) {
+    EXPECT_EQ(ints(*call(Script::heartbeat, {"1", "10000", m, "10000"})), (std::vector<long long>{0, 0, -1})) << m;
+  }
+  EXPECT_EQ(ints(*call(Script::evict, {member(4), "1"})), std::vector<long long>{2});
+  EXPECT_EQ(redis({"ZRANGE", keys.ev, "0", "-1"}), member(4));
+  const long long last = std::stoll(redis({"ZSCORE", keys.ev, member(4)}));
+  EXPECT_EQ(std::stoll(redis({"PEXPIRETIME", keys.ev})), last + 1);
+  EXPECT_EQ(acquire(member(3))[0], 0);  // the past one queues again
+}
+
 }  // namespace
 }  // namespace fairlock::test

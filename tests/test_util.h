@@ -22,7 +22,7 @@ inline Options opts_for(const RedisServer& s, Notify notify = Notify::publish) {
 }
 
 // For tests that count how a waiter was woken, or look between two
-// heartbeat rounds: rounds (which can also grant, or re-queue an evicted
+// heartbeat rounds: rounds (which can also grant, or end an evicted
 // waiter) and a waiter's timer re-asks come seconds apart, not 300 ms, so
 // neither steps in however slowly a test runs (the period is a third of the
 // shortest lease: 3.3 s with the default 10 s).

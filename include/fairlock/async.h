@@ -27,7 +27,8 @@ class AcquireResult {
   std::uint64_t fence() const noexcept { return fence_; }
   // Why it was not granted: TimeoutError (the deadline passed, or a try
   // found it busy), Cancelled (cancel(), the object or the Client went
-  // away), ConnectionError / TlsError, ServerError / PermitsMismatch.
+  // away), EvictedError (an operator evicted the waiter), ConnectionError /
+  // TlsError, ServerError / PermitsMismatch.
   // Null when granted.
   const std::exception_ptr& error() const noexcept { return error_; }
   // Throws error() if not granted.

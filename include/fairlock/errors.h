@@ -109,6 +109,16 @@ class Cancelled : public Error {
   using Error::Error;
 };
 
+// A wait ended because an operator evicted the waiter (Client::evict,
+// `fairlock evict`): lock() and try_lock_for() throw it, and an asynchronous
+// wait's callback gets it. The waiter is in no queue: it is not queued again
+// by itself (a new wait queues anew, at the tail). A holder that is evicted
+// is told as for any lost grant: on_lost, and release() says Released::lost.
+class EvictedError : public Error {
+ public:
+  using Error::Error;
+};
+
 // True when asking again cannot cure `e` because the setup is wrong: a TLS
 // certificate or key that does not verify or load, a handshake the server
 // refuses (TlsError), credentials or rights the server refuses

@@ -39,12 +39,13 @@ class FairSemaphore {
   FairSemaphore& operator=(const FairSemaphore&) = delete;
 
   // Waits its turn. Throws Cancelled (cancel(), Client shutdown),
+  // EvictedError (an operator evicted the waiter: Client::evict),
   // ConnectionError/ServerError, std::logic_error if this object already
   // holds or waits (a grant found lost is held until release() takes it).
   void lock();
   // Takes a permit only if one is free and nobody waits; never queues.
   bool try_lock();
-  // Queues; on timeout leaves the queue and returns false.
+  // Queues; on timeout leaves the queue and returns false. Throws as lock().
   // A timeout <= 0 behaves as try_lock(); an absurdly long one as lock().
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {

@@ -124,6 +124,10 @@ bool Participant::drive(const std::string& member, bool watched) {
           lk.unlock();
           leave_within(member, retry::kGiveUpGrace);  // a stalled server must not hold the caller
           throw wait_cancelled();
+        case Step::Kind::evicted:  // in no queue: nothing to leave
+          lk.unlock();
+          client_->session().delist(member);
+          throw wait_evicted();
       }
     }
   } catch (...) {
@@ -215,6 +219,10 @@ bool Participant::finish_granted(std::unique_lock<std::mutex>& lk) {
 // ---------------------------------------------------------------- release
 
 Cancelled Participant::wait_cancelled() const { return Cancelled("fairlock: wait for " + name_ + " cancelled"); }
+
+EvictedError Participant::wait_evicted() const {
+  return EvictedError("fairlock: wait for " + name_ + " ended: an operator evicted it (Client::evict)");
+}
 
 Released Participant::release() noexcept {
   ReleasePlan plan;

@@ -81,6 +81,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void settle_leave(const std::string& member, const std::function<CancelResult()>& left,
                     const std::function<void()>& on_failure = {}) noexcept;
   Cancelled wait_cancelled() const;
+  EvictedError wait_evicted() const;
   void report_position(std::size_t position) noexcept;
   void report_lost(const std::string& why) noexcept;
   void give_up(std::unique_lock<std::mutex>& lk, const std::string& member);

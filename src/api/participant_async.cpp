@@ -98,6 +98,10 @@ std::optional<SteadyTime> Participant::advance(SteadyTime /*round_start*/, Scrip
                              TimeoutError("fairlock: " + name_ + (busy ? " is busy" : ": wait timed out")))));
         break;
       }
+      case Step::Kind::evicted:  // in no queue: nothing to leave
+        client_->session().delist(member);
+        finish_async(lk, AcquireResult::failed_with(std::make_exception_ptr(wait_evicted())));
+        break;
       case Step::Kind::cancelled:
         claim_.finish_cancelled();
         // The callback runs once the queue is left, which the grace from

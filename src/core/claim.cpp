@@ -146,6 +146,7 @@ Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
       state_ = State::idle;
       wait_.outcome = Step::Kind::busy;
       return fx;
+    case Acquired::Status::evicted: on_evicted(); return fx;
     case Acquired::Status::queued: break;
   }
   if (!wait_.counted) {
@@ -226,6 +227,14 @@ void Claim::finish_cancelled() {
   state_ = State::idle;
   wait_.outcome = Step::Kind::cancelled;
   counters_.add(&Stats::cancels);
+}
+
+// Evicted, the member is in no queue and never joins one again: the wait
+// ends (docs/PROTOCOL.md, evict), where an expired entry would queue anew.
+void Claim::on_evicted() {
+  if (state_ != State::waiting) return;
+  state_ = State::idle;
+  wait_.outcome = Step::Kind::evicted;
 }
 
 void Claim::abort() {
@@ -310,13 +319,17 @@ Effects Claim::on_beat(const std::string& member, bool sent_as_holder, std::chro
       counters_.add(&Stats::wakes_heartbeat);
     } else if (result.status == BeatResult::Status::gone) {
       wait_.kicked = true;  // our entry expired: acquire again (joins at the tail)
+    } else if (result.status == BeatResult::Status::evicted) {
+      on_evicted();
     }
   } else if (state_ == State::held) {
     if (result.status == BeatResult::Status::holding && static_cast<std::uint64_t>(result.value) == grant_.fence) {
       grant_.valid_until = std::max(grant_.valid_until, server_deadline(sent_at, result.ms));
       if (sent_lease.count() > 0) grant_.lease_confirmed = true;
     } else if (sent_as_holder) {  // a beat sent while we still waited says nothing about the grant
-      fx.lost = mark_lost("the grant is gone from Redis (expired or evicted)");
+      fx.lost =
+          mark_lost(result.status == BeatResult::Status::evicted ? "an operator evicted the grant (Client::evict)"
+                                                                 : "the grant is gone from Redis (expired or evicted)");
     }
   }
   return fx;

@@ -39,6 +39,7 @@ struct Step {
     granted,    // done: held
     timed_out,  // done: left the queue at the deadline
     busy,       // done: try_lock found no free permit
+    evicted,    // done: an operator evicted the waiter; it is in no queue
   } kind;
   SteadyTime until{};
   bool queue = true;
@@ -83,6 +84,8 @@ class Claim {
   // The cancel call sent at `sent` at the deadline came back.
   void on_gave_up(const CancelResult& reply, SteadyTime sent);
   void finish_cancelled();
+  // The server said an operator evicted the waiting member: the wait ends.
+  void on_evicted();
   // Any other way out of a wait (an error): idle again.
   void abort();
 

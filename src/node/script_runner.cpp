@@ -15,7 +15,7 @@ namespace {
 
 Argv call_argv(const ScriptCall& call, ScriptWay way) {
   Argv argv;
-  argv.reserve(9 + call.args.size());
+  argv.reserve(10 + call.args.size());
   if (way == ScriptWay::functions) {
     argv.push_back("FCALL");
     argv.push_back(script_function(call.script));
@@ -23,13 +23,14 @@ Argv call_argv(const ScriptCall& call, ScriptWay way) {
     argv.push_back("EVALSHA");
     argv.push_back(script_sha(call.script));
   }
-  argv.push_back("6");
+  argv.push_back("7");
   argv.push_back(call.keys->q);
   argv.push_back(call.keys->w);
   argv.push_back(call.keys->h);
   argv.push_back(call.keys->g);
   argv.push_back(call.keys->seq);
   argv.push_back(call.keys->o);
+  argv.push_back(call.keys->ev);
   for (const auto& a : call.args) argv.push_back(a);
   return argv;
 }

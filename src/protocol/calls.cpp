@@ -66,6 +66,8 @@ Acquired parse_acquired(const redisReply& r) {
     out.ticket = checked_fence(reply_integer(reply_at(r, 1)), "ticket");
     out.position = reply_integer(reply_at(r, 2));
     out.next_expiry_ms = reply_integer(reply_at(r, 3));
+  } else if (status == -2) {
+    out.status = Acquired::Status::evicted;
   } else if (status != -1) {
     throw ServerError("fairlock acquire: unexpected status " + std::to_string(status));
   }
@@ -117,6 +119,7 @@ BeatResult parse_beat(const redisReply& r, std::size_t j) {
       return BeatResult{BeatResult::Status::holding,
                         static_cast<long long>(checked_fence(reply_integer(value), "fence")), checked_remaining(ms)};
     case 0: return BeatResult{BeatResult::Status::gone, 0, -1};
+    case 3: return BeatResult{BeatResult::Status::evicted, 0, -1};
     default: throw ServerError("fairlock heartbeat: unexpected status " + std::to_string(status));
   }
 }

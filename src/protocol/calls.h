@@ -33,7 +33,8 @@ struct AcquireArgs {
   bool first = false;  // queue, and the member was never sent: mode "f" (lua/acquire.lua)
 };
 struct Acquired {
-  enum class Status { granted, queued, busy } status = Status::busy;
+  // evicted: an operator evicted the member (Client::evict); it is not queued again.
+  enum class Status { granted, queued, busy, evicted } status = Status::busy;
   std::uint64_t fence = 0;        // granted
   long long remaining_ms = 0;     // granted: ms from the script's TIME to the grant's deadline
   std::uint64_t ticket = 0;       // queued: becomes the fence if granted
@@ -68,7 +69,9 @@ struct BeatName {
   std::vector<BeatEntry> entries;
 };
 struct BeatResult {
-  enum class Status { gone = 0, waiting = 1, holding = 2 } status = Status::gone;
+  // gone: neither waiting nor holding (expired); evicted: the same, because
+  // an operator evicted it (Client::evict).
+  enum class Status { gone = 0, waiting = 1, holding = 2, evicted = 3 } status = Status::gone;
   long long value = 0;  // waiting: position; holding: fence
   // waiting: ms until the earliest holder deadline (-1: none); holding: ms
   // from the script's TIME to the grant's deadline (after any renewal)

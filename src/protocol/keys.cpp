@@ -23,6 +23,7 @@ Keys::Keys(std::string_view prefix, std::string_view name) {
   g = base + "g";
   seq = base + "seq";
   o = base + "o";
+  ev = base + "ev";
 }
 
 std::string key_pattern(std::string_view prefix, std::string_view pattern) {

@@ -1,5 +1,5 @@
 #pragma once
-// The keys of a name (docs/PROTOCOL.md): six keys under the hash tag
+// The keys of a name (docs/PROTOCOL.md): seven keys under the hash tag
 // {name}, and how a key found by SCAN is read back as its name.
 #include <cstddef>
 #include <string>
@@ -9,12 +9,12 @@ namespace fairlock::detail {
 
 constexpr std::size_t kMaxNameBytes = 1024;
 
-// The six keys every script takes, all sharing the hash tag {name}.
+// The seven keys every script takes, all sharing the hash tag {name}.
 // Throws BadOption("name", ...) for an empty or oversized name,
 // or one with '{' or '}' (it would end the hash tag early).
 struct Keys {
   Keys(std::string_view prefix, std::string_view name);
-  std::string q, w, h, g, seq, o;
+  std::string q, w, h, g, seq, o, ev;
 };
 
 // "<prefix>:{<pattern>}:*" with the prefix's glob characters escaped: the

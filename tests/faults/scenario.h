@@ -175,8 +175,8 @@ class RawParticipant {
 
  private:
   std::vector<std::string> evalsha(const std::string& sha, const std::vector<std::string>& args) {
-    std::vector<std::string> v = {"EVALSHA", sha, "6"};
-    for (const char* suffix : {"q", "w", "h", "g", "seq", "o"}) v.push_back(qkey(name_, suffix));
+    std::vector<std::string> v = {"EVALSHA", sha, "7"};
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o", "ev"}) v.push_back(qkey(name_, suffix));
     v.insert(v.end(), args.begin(), args.end());
     return v;
   }

@@ -608,7 +608,7 @@ TEST(ScriptArgv, MalformedArgvGetsFlbadargAndChangesNothing) {
   ASSERT_EQ(waiter.acquire(60000, 60000).substr(0, 2), "0\n");
   auto snapshot = [&] {
     std::string out;
-    for (const char* suffix : {"q", "w", "h", "g", "seq", "o"}) out += s.cmd({"DUMP", qkey(name, suffix)}) + "|";
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o", "ev"}) out += s.cmd({"DUMP", qkey(name, suffix)}) + "|";
     return out;
   };
   const std::string before = snapshot();
@@ -701,8 +701,8 @@ TEST(ScriptArgv, MalformedArgvGetsFlbadargAndChangesNothing) {
   for (const auto& c : calls) {
     std::string src(c.source);
     if (!shas.count(src)) shas[src] = s.cmd({"SCRIPT", "LOAD", src});
-    std::vector<std::string> argv = {"EVALSHA", shas[src], "6"};
-    for (const char* suffix : {"q", "w", "h", "g", "seq", "o"}) argv.push_back(qkey(name, suffix));
+    std::vector<std::string> argv = {"EVALSHA", shas[src], "7"};
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o", "ev"}) argv.push_back(qkey(name, suffix));
     argv.insert(argv.end(), c.argv.begin(), c.argv.end());
     std::string reply = s.cmd(argv);
     ++tried;
@@ -734,7 +734,7 @@ TEST(ScriptArgv, WrongNumberOfKeysGetsFlbadarg) {
     ways.emplace_back("FCALL", std::string(script.function));
   }
   for (const auto& [command, script] : ways) {
-    for (int nkeys : {0, 5, 7}) {
+    for (int nkeys : {0, 6, 8}) {
       std::vector<std::string> argv = {command, script, std::to_string(nkeys)};
       for (int i = 0; i < nkeys; ++i) argv.push_back(qkey(name, std::to_string(i)));
       for (const auto& a : {m, std::string("1"), std::string("1000"), std::string("1000"), std::string("q")}) {

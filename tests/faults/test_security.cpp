@@ -232,15 +232,15 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
   step("try_lock busy", [&] {
     if (a.try_lock()) throw std::runtime_error("got a held lock");
   });
-  // A waiter evicted by the operator.
+  // A waiter evicted by the operator: its wait ends with EvictedError at
+  // its next call (at once when it polls), or Cancelled if cancel() comes first.
   if (!w.errors.empty()) return w;
-  std::atomic<bool> cancelled{false};
   std::thread t2([&] {
     try {
       a.lock();
       log.released(a);
+    } catch (const EvictedError&) {
     } catch (const Cancelled&) {
-      cancelled = true;
     } catch (const std::exception& e) {
       w.errors.push_back(std::string("waiter to evict: ") + e.what());
     }

@@ -337,8 +337,8 @@ class TamperScripts : public ::testing::Test {
   void forge_inline(const RawParticipant& p) { s.cmd({"SET", k(name, "o"), p.member() + " 5 1 1", "PX", "30000"}); }
   std::vector<std::string> heartbeat(const std::vector<std::string>& members) {
     std::string sha = s.cmd({"SCRIPT", "LOAD", std::string(detail::lua::heartbeat_source)});
-    std::vector<std::string> argv = {"EVALSHA", sha, "6"};
-    for (const char* suffix : {"q", "w", "h", "g", "seq", "o"}) argv.push_back(k(name, suffix));
+    std::vector<std::string> argv = {"EVALSHA", sha, "7"};
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o", "ev"}) argv.push_back(k(name, suffix));
     argv.emplace_back("1");
     argv.emplace_back("10000");
     for (const auto& m : members) {

@@ -321,6 +321,39 @@ TEST_F(ClaimTest, HeldThenLostThenReleaseSaysSo) {
   EXPECT_EQ(claim.begin_release().kind, detail::ReleasePlan::Kind::not_held);
 }
 
+// An operator's eviction ends a wait, whether an acquire or a heartbeat
+// tells it: the claim is idle, in no queue (nothing to leave), and a new
+// wait may begin; a gone entry (expired) is asked about instead.
+TEST_F(ClaimTest, AnEvictionEndsTheWait) {
+  queue();
+  Acquired evicted;
+  evicted.status = Acquired::Status::evicted;
+  claim.on_acquired(evicted, t0 + 1ms);
+  EXPECT_EQ(claim.next(t0 + 2ms, kSignals).kind, Step::Kind::evicted);
+  EXPECT_FALSE(claim.waiting());
+  EXPECT_EQ(claim.begin_release().kind, detail::ReleasePlan::Kind::not_held);
+  queue();
+  auto fx = claim.on_beat("pm:1", false, 10000ms, beat_result(BeatResult::Status::gone, 0), t0 + 3ms);
+  EXPECT_EQ(claim.next(t0 + 4ms, kSignals).kind, Step::Kind::ask);  // expired: asks, and queues anew
+  claim.on_acquired(queued(9, 0), t0 + 4ms);
+  fx = claim.on_beat("pm:1", false, 10000ms, beat_result(BeatResult::Status::evicted, 0), t0 + 5ms);
+  EXPECT_TRUE(fx.wake);
+  EXPECT_EQ(claim.next(t0 + 6ms, kSignals).kind, Step::Kind::evicted);
+  EXPECT_FALSE(claim.waiting());
+}
+
+// An evicted holder's grant is lost, as any grant that is gone, and says why.
+TEST_F(ClaimTest, AnEvictedHolderHasLostItsGrant) {
+  queue();
+  claim.on_signal("pm:1", 7);
+  ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
+  auto fx = claim.on_beat("pm:1", true, 10000ms, beat_result(BeatResult::Status::evicted, 0), t0 + 2ms);
+  ASSERT_TRUE(fx.lost);
+  EXPECT_NE(fx.lost->find("evicted"), std::string::npos) << *fx.lost;
+  EXPECT_FALSE(claim.owns(t0 + 3ms));
+  EXPECT_EQ(claim.begin_release().lost_reason, *fx.lost);
+}
+
 // The release of a grant that came after queueing says so (the script then
 // skips the inline holder's key); one granted at once does not.
 TEST_F(ClaimTest, AReleaseSaysWhetherTheMemberQueuedFirst) {
