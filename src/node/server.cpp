@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fairlock/errors.h"
+#include "net/call_deadline.h"
 
 namespace fairlock::detail {
 
@@ -36,6 +37,8 @@ void Server::unregister() noexcept {
   const std::optional<Argv> del = registration_.removal();
   if (!del) return;
   try {
+    // A stalled server holds shutdown no longer than this: the key expires anyway.
+    const CallDeadline bound(std::chrono::steady_clock::now() + kUnregisterBound);
     commands_.with([&](Connection& c) { return c.command(*del); });
   } catch (const std::exception&) {  // it expires by itself
   }

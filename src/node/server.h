@@ -44,7 +44,9 @@ class Server {
   // failure (unreachable now, a wrong password) is left to the first call.
   // Writes the client's registration on it.
   void open();
-  // Deletes the client's registration (best effort; once).
+  // Deletes the client's registration (best effort; once), waiting at most
+  // kUnregisterBound.
+  static constexpr std::chrono::milliseconds kUnregisterBound{500};
   void unregister() noexcept;
   // One script call; an error reply is returned in place.
   ReplyPtr run_one(ScriptCall call);
