@@ -29,8 +29,10 @@ void Server::open() {
     });
   } catch (const EvictionPolicyError&) {
     throw;
-  } catch (const Error&) {  // the first call reports it, and checks the connection it opens
-  }                         // (and the first heartbeat round writes the registration)
+  } catch (const Error&) {
+    // The first call reports it, and checks the connection it opens; the
+    // first heartbeat round writes the registration.
+  }
 }
 
 void Server::unregister() noexcept {
