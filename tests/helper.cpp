@@ -1,6 +1,8 @@
 // A participant in its own process, for multi-process tests.
-//   helper URL hold  NAME LEASE_MS            lock, print "fence N", sleep until killed
-//   helper URL wait  NAME LIVENESS_MS         lock, print "granted N", unlock, exit
+//   helper URL hold  NAME LEASE_MS [LIVENESS_MS [DESCRIPTION]]
+//                                             lock, print "fence N", sleep until killed
+//   helper URL wait  NAME LIVENESS_MS [DESCRIPTION]
+//                                             lock, print "granted N", unlock, exit
 //   helper URL count NAME ITER KEY            ITER x (lock; GET KEY; SET KEY v+1; unlock)
 //   helper URL order NAME LOGKEY ID [CAFILE PLAIN_PORT]
 //                                             lock; RPUSH LOGKEY ID; unlock (over TLS: a rediss://
@@ -26,6 +28,9 @@ int main(int argc, char** argv) {
   opts.url = url;
   if (mode == "order" && argc > 7) opts.tls.ca_file = argv[6];
   if (mode == "wait" && argc > 4) opts.liveness_ttl = std::chrono::milliseconds(std::atoll(argv[4]));
+  if (mode == "wait" && argc > 5) opts.description = argv[5];
+  if (mode == "hold" && argc > 5) opts.liveness_ttl = std::chrono::milliseconds(std::atoll(argv[5]));
+  if (mode == "hold" && argc > 6) opts.description = argv[6];
   fairlock::Client client(opts);
   if (mode == "hold") {
     fairlock::LockOptions lo;

@@ -747,7 +747,7 @@ TEST_F(Scripts, TheTypedHeartbeatReadsEachMembersMs) {
   auto log = std::make_shared<spdlog::logger>("null", std::make_shared<spdlog::sinks::null_sink_mt>());
   detail::Server srv(detail::Target{detail::parse_url(server().url()), nullptr, std::chrono::milliseconds(2000),
                                     std::chrono::milliseconds(5000)},
-                     detail::ServerConfig{1, script_way(), false}, counters, *log);
+                     detail::ServerConfig{1, script_way(), false, {}, {}, {}}, counters, *log);
   const std::vector<detail::BeatName> names{{&keys,
                                              1,
                                              {{holder, std::chrono::milliseconds(0)},

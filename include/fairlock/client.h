@@ -35,6 +35,13 @@ struct HolderInfo {
   std::uint64_t fence = 0;
   std::chrono::milliseconds held{0};        // since the grant
   std::chrono::milliseconds lease_left{0};  // <= 0: expired, not yet pruned
+  // Who holds it: the client id from the member, and what that client
+  // registered (Options::description); empty / 0 when it registered nothing
+  // or its registration expired.
+  std::string client_id;
+  std::string host;
+  std::int64_t pid = 0;
+  std::string description;
 };
 
 // A waiter of a name, in queue order.
@@ -44,6 +51,11 @@ struct WaiterInfo {
   std::uint64_t ticket = 0;                    // becomes its fence if granted
   std::chrono::milliseconds waited{0};         // since it queued
   std::chrono::milliseconds liveness_left{0};  // <= 0: expired, not yet pruned
+  // Who waits: as for HolderInfo.
+  std::string client_id;
+  std::string host;
+  std::int64_t pid = 0;
+  std::string description;
 };
 
 // The state of one name, read atomically; all times from Redis TIME.
@@ -91,7 +103,9 @@ class Client {
   Stats stats() const;
 
   // The state of one name in one atomic script call; lists at most
-  // `max_waiters` waiters from the head (waiter_count has them all).
+  // `max_waiters` waiters from the head (waiter_count has them all). Each
+  // holder's and waiter's host, pid and description come from its client's
+  // registration, read in one more pipelined round trip.
   QueueState inspect(const std::string& name, std::size_t max_waiters = 1000);
   // Names with holders or waiters whose name matches a Redis glob pattern
   // (found with SCAN, never KEYS).

@@ -95,6 +95,13 @@ struct Options {
   // fairlock::ReadyQueue's executor(). It must accept callbacks until the
   // Client is shut down. Callbacks may call back into the library.
   std::function<void(std::function<void()>)> executor;
+  // What this client says it is, shown by Client::inspect (and `fairlock
+  // status`) beside its host and pid for each of its holders and waiters:
+  // e.g. a job's or command's name. Empty means the program's name
+  // (/proc/self/comm). At most 200 bytes are kept (cut at a UTF-8 character's
+  // start); control bytes become spaces. Registered once per server and
+  // kept alive by the heartbeat, never sent per call (docs/PROTOCOL.md, "Who").
+  std::string description;
 };
 
 // Per-lock settings.

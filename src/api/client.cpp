@@ -93,6 +93,7 @@ void ClientImpl::shutdown() noexcept {
   stopping_.store(true);
   session_.shutdown();  // cancels every wait: the async thread then ends those it drives
   async_.stop();
+  router_->for_each([](Node& n) { n.server.unregister(); });
   router_->stop();
 }
 
@@ -119,8 +120,12 @@ Stats Client::stats() const { return impl_->counters().snapshot(); }
 QueueState Client::inspect(const std::string& name, std::size_t max_waiters) {
   impl_->check_running();
   detail::Keys keys(impl_->options().key_prefix, name);
-  return detail::publicly(
-      [&] { return detail::inspect(impl_->router().for_keys(keys).server, keys, name, max_waiters); });
+  return detail::publicly([&] {
+    detail::Server& server = impl_->router().for_keys(keys).server;
+    QueueState state = detail::inspect(server, keys, name, max_waiters);
+    detail::describe_clients(server, impl_->options().key_prefix, state);
+    return state;
+  });
 }
 
 Evicted Client::evict(const std::string& name, const std::string& token) {

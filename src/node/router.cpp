@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "net/tls.h"
+#include "protocol/who.h"
 
 namespace fairlock::detail {
 
@@ -17,16 +18,20 @@ std::shared_ptr<const TlsContext> tls_context_for(const Options& o, const Endpoi
   return std::make_shared<const TlsContext>(o.tls);
 }
 
-ServerConfig server_config(const Options& o) {
-  return ServerConfig{o.pool_size, o.use_functions ? ScriptWay::functions : ScriptWay::evalsha,
-                      o.allow_evicting_server};
+ServerConfig server_config(const Options& o, const std::string& client_id) {
+  return ServerConfig{o.pool_size,
+                      o.use_functions ? ScriptWay::functions : ScriptWay::evalsha,
+                      o.allow_evicting_server,
+                      who_key(o.key_prefix, client_id),
+                      who_value(this_process(o.description)),
+                      who_expiry(o.liveness_ttl)};
 }
 
 class StandaloneRouter final : public Router {
  public:
   StandaloneRouter(Target target, const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
                    spdlog::logger& log)
-      : node_(std::move(target), server_config(o), wake_config, sink, counters, log) {}
+      : node_(std::move(target), server_config(o, wake_config.client_id), wake_config, sink, counters, log) {}
   Node& for_keys(const Keys&) override { return node_; }
   void for_each(const std::function<void(Node&)>& f) override { f(node_); }
 

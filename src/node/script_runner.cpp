@@ -1,6 +1,7 @@
 #include "node/script_runner.h"
 
 #include <algorithm>
+#include <iterator>
 #include <thread>
 
 #include "base/retry_policy.h"
@@ -63,13 +64,18 @@ ScriptRunner::ScriptRunner(ScriptWay way, std::function<void()> on_reload,
                            std::function<void(const std::string&)> on_fallback)
     : way_(way), on_reload_(std::move(on_reload)), on_fallback_(std::move(on_fallback)) {}
 
-std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptCall>& calls, milliseconds budget) {
+std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptCall>& calls, milliseconds budget,
+                                        const std::vector<Argv>& tail) {
   const ScriptWay way = way_.load();  // once: the batch and what it records as sent agree
   Batch b{calls, {}, std::vector<ScriptWay>(calls.size(), way), way};
   std::vector<Argv> argv;
-  argv.reserve(calls.size());
+  argv.reserve(calls.size() + tail.size());
   for (const auto& call : calls) argv.push_back(call_argv(call, b.way));
+  argv.insert(argv.end(), tail.begin(), tail.end());
   b.replies = c.pipeline(argv);
+  std::vector<ReplyPtr> tail_replies(std::make_move_iterator(b.replies.begin() + calls.size()),
+                                     std::make_move_iterator(b.replies.end()));
+  b.replies.resize(calls.size());
   const auto give_up_at = steady_clock::now() + budget;
   milliseconds backoff(0);
   // Load and re-run the calls that did not run. The server may lose the
@@ -83,6 +89,7 @@ std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptC
     if (on_reload_) on_reload_();
     load_and_run(c, b, missing);
   }
+  for (auto& r : tail_replies) b.replies.push_back(std::move(r));
   return std::move(b.replies);
 }
 

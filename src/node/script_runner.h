@@ -49,7 +49,10 @@ class ScriptRunner {
   // library or scripts and re-runs only those, again after a short backoff
   // while the server keeps losing them, for at most `budget`; then throws
   // ScriptsFlushed. Other error replies are left in place for the caller.
-  std::vector<ReplyPtr> run(Connection& c, const std::vector<ScriptCall>& calls, std::chrono::milliseconds budget);
+  // Plain commands in `tail` go in the same first pipeline, after the
+  // calls, and are never sent again; their replies follow the calls'.
+  std::vector<ReplyPtr> run(Connection& c, const std::vector<ScriptCall>& calls, std::chrono::milliseconds budget,
+                            const std::vector<Argv>& tail = {});
   ScriptWay way() const { return way_.load(); }
 
  private:

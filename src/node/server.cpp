@@ -3,12 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include "fairlock/errors.h"
+#include "net/call_deadline.h"
 
 namespace fairlock::detail {
 
 Server::Server(Target target, const ServerConfig& config, Counters& counters, spdlog::logger& log)
     : target_(std::move(target)),
       counters_(counters),
+      registration_(config.who_key, config.who_value, config.who_expiry),
       eviction_(target_.endpoint.where(), config.allow_evicting, log),
       scripts_(
           config.way, [this] { counters_.add(&Stats::script_reloads); },
@@ -21,10 +23,26 @@ Server::Server(Target target, const ServerConfig& config, Counters& counters, sp
 
 bool Server::open() {
   try {
-    return commands_.with([](Connection&) { return true; });
+    return commands_.with([this](Connection& c) {
+      registration_.write(c);
+      return true;
+    });
   } catch (const Error& e) {
     if (is_setup_error(e)) throw;
-    return false;  // the first call reports it, and checks the connection it opens
+    // The first call reports it, and checks the connection it opens; the
+    // first heartbeat round writes the registration.
+    return false;
+  }
+}
+
+void Server::unregister() noexcept {
+  const std::optional<Argv> del = registration_.removal();
+  if (!del) return;
+  try {
+    // A stalled server holds shutdown no longer than this: the key expires anyway.
+    const CallDeadline bound(std::chrono::steady_clock::now() + kUnregisterBound);
+    commands_.with([&](Connection& c) { return c.command(*del); });
+  } catch (const std::exception&) {  // it expires by itself
   }
 }
 
@@ -35,8 +53,19 @@ ReplyPtr Server::run_one(ScriptCall call) {
 }
 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane) {
-  Pool& pool = lane == Lane::heartbeat ? heartbeat_ : commands_;
-  return pool.with([&](Connection& c) { return scripts_.run(c, calls, target_.command_timeout); });
+  if (lane == Lane::heartbeat) return heartbeat_.with([&](Connection& c) { return run_beat(c, calls); });
+  return commands_.with([&](Connection& c) { return scripts_.run(c, calls, target_.command_timeout); });
+}
+
+// A heartbeat round, with the registration's SET last in its pipeline when due.
+std::vector<ReplyPtr> Server::run_beat(Connection& c, const std::vector<ScriptCall>& calls) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::optional<Argv> refresh = registration_.due(now);
+  if (!refresh) return scripts_.run(c, calls, target_.command_timeout);
+  std::vector<ReplyPtr> replies = scripts_.run(c, calls, target_.command_timeout, {*refresh});
+  registration_.written(*replies.back(), now);
+  replies.pop_back();
+  return replies;
 }
 
 ReplyPtr Server::command(const Argv& argv) {

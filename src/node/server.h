@@ -10,6 +10,7 @@
 #include "net/connection.h"
 #include "net/pool.h"
 #include "node/eviction_check.h"
+#include "node/registration.h"
 #include "node/script_runner.h"
 #include "protocol/scripts.h"
 
@@ -28,6 +29,10 @@ struct ServerConfig {
   std::size_t pool_size;  // command connections
   ScriptWay way;          // the first way to run the scripts
   bool allow_evicting;    // Options::allow_evicting_server
+  // This client's registration (docs/PROTOCOL.md "Who"): key, value, expiry.
+  std::string who_key;
+  std::string who_value;
+  std::chrono::milliseconds who_expiry;
 };
 
 class Server {
@@ -38,10 +43,16 @@ class Server {
   // its checks run: throws what asking again cannot cure (is_setup_error:
   // EvictionPolicyError, AccessDenied, a TLS setup that cannot work). Any
   // other failure (unreachable now) is left to the first call: false.
+  // Writes the client's registration on it.
   bool open();
+  // Deletes the client's registration (best effort; once), waiting at most
+  // kUnregisterBound.
+  static constexpr std::chrono::milliseconds kUnregisterBound{500};
+  void unregister() noexcept;
   // One script call; an error reply is returned in place.
   ReplyPtr run_one(ScriptCall call);
-  // Script calls in one round trip; error replies are left in place.
+  // Script calls in one round trip; error replies are left in place. On the
+  // heartbeat lane, the registration's refresh rides along when due.
   std::vector<ReplyPtr> run_batch(const std::vector<ScriptCall>& calls, Lane lane);
   // A plain command; an error reply is thrown typed.
   ReplyPtr command(const Argv& argv);
@@ -51,8 +62,10 @@ class Server {
   const Endpoint& endpoint() const { return target_.endpoint; }
 
  private:
+  std::vector<ReplyPtr> run_beat(Connection& c, const std::vector<ScriptCall>& calls);
   const Target target_;
   Counters& counters_;
+  Registration registration_;
   EvictionCheck eviction_;  // before the pools, which run it on each new connection
   ScriptRunner scripts_;
   Pool commands_;

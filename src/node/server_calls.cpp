@@ -1,12 +1,14 @@
 #include "node/server_calls.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "fairlock/errors.h"
 #include "protocol/keys.h"
+#include "protocol/who.h"
 
 namespace fairlock::detail {
 
@@ -44,6 +46,49 @@ std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const st
 
 QueueState inspect(Server& server, const Keys& keys, std::string name, std::size_t max_waiters) {
   return parse_inspected(*server.run_one(inspect_call(keys, max_waiters)), std::move(name));
+}
+
+namespace {
+
+template <class Entry>
+void set_client_id(Entry& e) {
+  e.client_id = client_id_of_member(e.token);
+}
+
+template <class Entry>
+void set_description(Entry& e, const std::map<std::string, ClientDescription>& known) {
+  const auto it = known.find(e.client_id);
+  if (it == known.end()) return;
+  e.host = it->second.host;
+  e.pid = it->second.pid;
+  e.description = it->second.description;
+}
+
+}  // namespace
+
+// Each GET names its key alone (the key's hash tag is the client id), never
+// with a name's keys: under Cluster each goes to its own slot's node.
+void describe_clients(Server& server, std::string_view prefix, QueueState& state) {
+  for (auto& h : state.holders) set_client_id(h);
+  for (auto& w : state.waiters) set_client_id(w);
+  std::set<std::string> ids;
+  for (const auto& h : state.holders) ids.insert(h.client_id);
+  for (const auto& w : state.waiters) ids.insert(w.client_id);
+  ids.erase("");
+  if (ids.empty()) return;
+  std::vector<std::string> keys;
+  for (const auto& id : ids) keys.push_back(who_key(prefix, id));
+  std::vector<Argv> gets;
+  for (const auto& k : keys) gets.push_back(Argv{"GET", k});
+  const std::vector<ReplyPtr> replies = server.pipeline(gets);
+  std::map<std::string, ClientDescription> known;
+  auto id = ids.begin();
+  for (std::size_t i = 0; i < replies.size(); ++i, ++id) {
+    if (is_nil(*replies[i]) || is_error(*replies[i])) continue;  // none, or no right to GET it
+    if (auto d = parse_who_value(reply_string(*replies[i]))) known.emplace(*id, std::move(*d));
+  }
+  for (auto& h : state.holders) set_description(h, known);
+  for (auto& w : state.waiters) set_description(w, known);
 }
 
 Evicted evict(Server& server, const Keys& keys, std::string_view member) {

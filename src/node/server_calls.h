@@ -29,6 +29,10 @@ std::vector<BeatReply> heartbeat(Server& server, std::chrono::milliseconds liven
                                  const std::vector<BeatName>& names);
 
 QueueState inspect(Server& server, const Keys& keys, std::string name, std::size_t max_waiters);
+// Fills each holder's and waiter's client_id from its member, and host, pid
+// and description from its client's registration: one pipelined GET per
+// distinct client id. Unregistered (or unreadable) clients stay empty / 0.
+void describe_clients(Server& server, std::string_view prefix, QueueState& state);
 Evicted evict(Server& server, const Keys& keys, std::string_view member);
 // Names with a g key matching the glob `pattern` (SCAN, never KEYS), with
 // their holder and waiter counts.

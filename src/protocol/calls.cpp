@@ -163,13 +163,22 @@ QueueState parse_inspected(const redisReply& r, std::string name) {
   auto ms = [](const redisReply& v) { return milliseconds(reply_integer(v)); };
   const auto& h = reply_at(r, 5);
   for (std::size_t i = 0; i + 3 < reply_size(h); i += 4) {
-    st.holders.push_back(HolderInfo{std::string(reply_string(reply_at(h, i))), u64(reply_at(h, i + 1)),
-                                    ms(reply_at(h, i + 2)), ms(reply_at(h, i + 3))});
+    HolderInfo holder;
+    holder.token = reply_string(reply_at(h, i));
+    holder.fence = u64(reply_at(h, i + 1));
+    holder.held = ms(reply_at(h, i + 2));
+    holder.lease_left = ms(reply_at(h, i + 3));
+    st.holders.push_back(std::move(holder));
   }
   const auto& w = reply_at(r, 6);
   for (std::size_t i = 0; i + 3 < reply_size(w); i += 4) {
-    st.waiters.push_back(WaiterInfo{std::string(reply_string(reply_at(w, i))), i / 4, u64(reply_at(w, i + 1)),
-                                    ms(reply_at(w, i + 2)), ms(reply_at(w, i + 3))});
+    WaiterInfo waiter;
+    waiter.token = reply_string(reply_at(w, i));
+    waiter.position = i / 4;
+    waiter.ticket = u64(reply_at(w, i + 1));
+    waiter.waited = ms(reply_at(w, i + 2));
+    waiter.liveness_left = ms(reply_at(w, i + 3));
+    st.waiters.push_back(std::move(waiter));
   }
   return st;
 }
