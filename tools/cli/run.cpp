@@ -3,10 +3,12 @@
 #include <fairlock/fairlock.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -22,8 +24,12 @@ namespace fairlock::cli {
 namespace {
 
 // How long after --wait's deadline the command gives up on a library call
-// that has not returned (a server that stopped answering).
-constexpr std::chrono::milliseconds kWatchdogMargin{200};
+// that has not returned (a server that stopped answering), and how long it
+// gives the Client's shutdown once it has decided to exit.
+constexpr std::chrono::milliseconds kWatchdogMargin{100};
+constexpr std::chrono::milliseconds kShutdownMargin{50};
+// -n's one round trip: a slow machine must not turn a free lock into "busy".
+constexpr std::chrono::milliseconds kTryMargin{1000};
 
 struct RunSettings {
   std::string name;
@@ -58,13 +64,13 @@ RunSettings settings(const Args& a) {
 }
 
 // Exits with the conflict status if the library has not answered by the
-// deadline plus kWatchdogMargin; disarm() before acting on its answer.
+// time `at`; disarm() before acting on its answer.
 class Watchdog {
  public:
-  Watchdog(std::chrono::milliseconds after, const std::string& name, int status)
-      : thread_([this, after, name, status] {
+  Watchdog(std::chrono::steady_clock::time_point at, const std::string& name, int status)
+      : thread_([this, at, name, status] {
           std::unique_lock<std::mutex> lk(mu_);
-          if (cv_.wait_for(lk, after + kWatchdogMargin, [this] { return done_; })) return;
+          if (cv_.wait_until(lk, at, [this] { return done_; })) return;
           std::fprintf(stderr,
                        "fairlock: %s: no turn within --wait (the server does not answer; the queue entry lapses "
                        "with its liveness)\n",
@@ -88,13 +94,25 @@ class Watchdog {
   std::thread thread_;
 };
 
+// Returns `status` to exit with; if the Client's shutdown (a server that
+// stopped answering) has not let the process exit by `at` (and at least
+// kShutdownMargin from now), exits then anyway: --wait bounds the exit.
+int exit_soon(int status, std::chrono::steady_clock::time_point at = {}) {
+  at = std::max(at, std::chrono::steady_clock::now() + kShutdownMargin);
+  std::thread([status, at] {
+    std::this_thread::sleep_until(at);
+    std::_Exit(status);
+  }).detach();
+  return status;
+}
+
 // Waits for the turn; true if held. Throws Cancelled when a signal ended the wait.
-bool acquire(fairlock::FairSemaphore& lock, const RunSettings& s) {
+bool acquire(fairlock::FairSemaphore& lock, const RunSettings& s, std::chrono::steady_clock::time_point exit_by) {
   if (!s.wait) {
     lock.lock();
     return true;
   }
-  Watchdog dog(*s.wait, s.name, s.conflict);
+  Watchdog dog(exit_by, s.name, s.conflict);
   const bool got = s.wait->count() == 0 ? lock.try_lock() : lock.try_lock_for(*s.wait);
   dog.disarm();
   return got;
@@ -161,17 +179,19 @@ int cmd_run(const Args& a) {
     lock.cancel();
     end_hold();
   });
+  const auto exit_by =
+      std::chrono::steady_clock::now() + s.wait.value_or(std::chrono::milliseconds(0)) + kWatchdogMargin;
   bool got = false;
   try {
-    got = acquire(lock, s);
+    got = acquire(lock, s, exit_by);
   } catch (const fairlock::Cancelled&) {
-    return kSignalBase + stop_signal();
+    return exit_soon(kSignalBase + stop_signal());
   }
   // lead: catch (const fairlock::EvictedError&) here or in main -> kEvicted (79)
   if (!got) {
     std::fprintf(stderr, "fairlock: %s: no turn %s\n", printable(s.name).c_str(),
                  s.wait->count() ? "within --wait" : "(-n: busy, or others wait)");
-    return s.conflict;
+    return exit_soon(s.conflict, exit_by);
   }
   if (const int sig = stop_signal()) {  // interrupted just as the turn came
     lock.unlock();
