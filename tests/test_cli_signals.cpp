@@ -12,20 +12,29 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A command that logs each TERM, INT, QUIT and USR1 it gets to `log`, says
-// "ready PPID" (fairlock's pid), and runs until `stop` exists.
-std::vector<std::string> counting_command(const TempFile& log, const std::string& stop) {
-  const std::string trap = "trap 'echo TERM >> " + log.path + "' TERM; trap 'echo INT >> " + log.path +
-                           "' INT; trap 'echo QUIT >> " + log.path + "' QUIT; trap 'echo USR1 >> " + log.path +
-                           "' USR1; ";
-  return {"sh", "-c", trap + "echo ready $PPID; while [ ! -e " + stop + " ]; do sleep 0.02; done"};
+// A command that logs each TERM, INT, QUIT and USR1 it gets to `log` as
+// "TERM <sender's pid>" (0: the kernel, e.g. a terminal's Ctrl-C), handling
+// each as it comes (perl: required by the build); with `read_line`, logs
+// "got <line>" read from stdin; says "ready PPID" (fairlock's pid) and runs
+// until `stop` exists.
+std::vector<std::string> counting_command(const TempFile& log, const std::string& stop, bool read_line = false) {
+  const std::string script = R"(use POSIX; $| = 1; my ($log, $stop, $read) = @ARGV;
+sub note { open(my $f, '>>', $log) or die; print $f "@_\n"; close $f; }
+for my $s (qw(TERM INT QUIT USR1)) {
+  sigaction(POSIX->can("SIG$s")->(), POSIX::SigAction->new(sub { note($_[0], $_[1]{pid} // 0) },
+            POSIX::SigSet->new, SA_SIGINFO));
+}
+print "ready ", getppid(), "\n";
+if ($read) { my $l = <STDIN>; chomp $l; note("got $l"); }
+select(undef, undef, undef, 0.02) until -e $stop;)";
+  return {"perl", "-e", script, log.path, stop, read_line ? "1" : ""};
 }
 
 // Sends USR1 to `pid` and waits until the command logged it: every signal
 // sent before has been handled by then.
 void barrier(pid_t pid, const TempFile& log) {
   ::kill(pid, SIGUSR1);
-  ASSERT_TRUE(eventually([&] { return log.count("USR1") == 1; })) << log.text();
+  ASSERT_TRUE(eventually([&] { return log.count("USR1 ") == 1; })) << log.text();
 }
 
 struct Counted {
@@ -48,12 +57,16 @@ TEST(CliSignals, TimeoutsTermReachesTheCommandOnce) {
   std::vector<std::string> args{"-s", "TERM", "120", FAIRLOCK_CLI_PATH};
   for (auto& a : run_counting(c, unique_name("cli-timeout-term"))) args.push_back(a);
   Child t("/usr/bin/timeout", args);
-  ASSERT_EQ(t.line().rfind("ready ", 0), 0u);
+  const std::string ready = t.line();
+  ASSERT_EQ(ready.rfind("ready ", 0), 0u) << ready;
+  const std::string fairlock = ready.substr(6);
   t.kill(SIGTERM);  // as at its deadline: timeout sends the signal on, twice
-  ASSERT_TRUE(eventually([&] { return c.log.count("TERM") >= 1; }));
+  ASSERT_TRUE(eventually([&] { return c.log.count("TERM ") >= 1; }));
+  barrier(std::stoi(fairlock), c.log);
   c.finish();
   t.wait();
-  EXPECT_EQ(c.log.count("TERM"), 1) << c.log.text();
+  EXPECT_EQ(c.log.count("TERM "), 1) << c.log.text();
+  EXPECT_EQ(c.log.text().find("TERM " + fairlock + "\n"), 0u) << "forwarded by fairlock only: " << c.log.text();
 }
 
 TEST(CliSignals, SignalsToFairlocksPidOrGroupReachTheCommandOnce) {
@@ -68,12 +81,15 @@ TEST(CliSignals, SignalsToFairlocksPidOrGroupReachTheCommandOnce) {
     ASSERT_EQ(::getpgid(fairlock), fairlock);
     ::kill(group ? -fairlock : fairlock, SIGTERM);
     ::kill(group ? -fairlock : fairlock, SIGINT);
-    ASSERT_TRUE(eventually([&] { return c.log.count("TERM") >= 1 && c.log.count("INT") >= 1; })) << c.log.text();
+    ASSERT_TRUE(eventually([&] { return c.log.count("TERM ") >= 1 && c.log.count("INT ") >= 1; })) << c.log.text();
     barrier(fairlock, c.log);
     c.finish();
     EXPECT_EQ(f.wait(), 0);
-    EXPECT_EQ(c.log.count("TERM"), 1) << (group ? "group: " : "pid: ") << c.log.text();
-    EXPECT_EQ(c.log.count("INT"), 1) << (group ? "group: " : "pid: ") << c.log.text();
+    const std::string from = " " + std::to_string(fairlock);
+    EXPECT_EQ(c.log.count("TERM "), 1) << (group ? "group: " : "pid: ") << c.log.text();
+    EXPECT_EQ(c.log.count("INT "), 1) << (group ? "group: " : "pid: ") << c.log.text();
+    EXPECT_EQ(c.log.count("TERM" + from), 1) << "forwarded by fairlock only: " << c.log.text();
+    EXPECT_EQ(c.log.count("INT" + from), 1) << "forwarded by fairlock only: " << c.log.text();
   }
 }
 
@@ -147,21 +163,20 @@ class OnATerminal {
 
 TEST(CliSignals, OnATerminalCtrlCReachesTheCommandOnceAndItReadsTheTerminal) {
   Counted c;
-  const std::string log = c.log.path;
-  const std::string script = "trap 'echo INT >> " + log + "' INT; trap 'echo QUIT >> " + log +
-                             "' QUIT; echo ready; read line; echo \"got $line\" >> " + log + "; while [ ! -e " +
-                             c.stop + " ]; do sleep 0.02; done";
-  OnATerminal term(cli({"run", unique_name("cli-tty"), "--", "sh", "-c", script}));
+  std::vector<std::string> args = cli({"run", unique_name("cli-tty"), "--"});
+  for (auto& a : counting_command(c.log, c.stop, true)) args.push_back(a);
+  OnATerminal term(args);
   ASSERT_TRUE(term.expect("ready"));
   term.type("hello\n");  // read from the terminal: only the foreground group may
   ASSERT_TRUE(eventually([&] { return c.log.count("got hello") == 1; })) << c.log.text();
   term.type("\x03");  // Ctrl-C
-  ASSERT_TRUE(eventually([&] { return c.log.count("INT") >= 1; })) << c.log.text();
+  ASSERT_TRUE(eventually([&] { return c.log.count("INT ") >= 1; })) << c.log.text();
   term.type("\x1c");  // Ctrl-\, after it: every INT has arrived by the time QUIT is logged
-  ASSERT_TRUE(eventually([&] { return c.log.count("QUIT") == 1; })) << c.log.text();
+  ASSERT_TRUE(eventually([&] { return c.log.count("QUIT ") == 1; })) << c.log.text();
   c.finish();
   EXPECT_EQ(term.wait(), 0);
-  EXPECT_EQ(c.log.count("INT"), 1) << c.log.text();
+  EXPECT_EQ(c.log.count("INT "), 1) << c.log.text();
+  EXPECT_EQ(c.log.count("INT 0"), 1) << "from the terminal, not forwarded: " << c.log.text();
 }
 
 }  // namespace

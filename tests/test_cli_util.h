@@ -47,11 +47,11 @@ struct TempFile {
     s << in.rdbuf();
     return s.str();
   }
-  // How many lines equal `line`.
-  int count(const std::string& line) const {
+  // How many lines start with `prefix`.
+  int count(const std::string& prefix) const {
     std::istringstream in(text());
     int n = 0;
-    for (std::string l; std::getline(in, l);) n += l == line;
+    for (std::string l; std::getline(in, l);) n += l.rfind(prefix, 0) == 0;
     return n;
   }
 };
