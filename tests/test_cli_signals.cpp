@@ -179,5 +179,16 @@ TEST(CliSignals, OnATerminalCtrlCReachesTheCommandOnceAndItReadsTheTerminal) {
   EXPECT_EQ(c.log.count("INT 0"), 1) << "from the terminal, not forwarded: " << c.log.text();
 }
 
+TEST(CliSignals, OnATerminalRunShowsItsPlaceInLine) {
+  Client client(opts_for(server()));
+  const std::string name = unique_name("cli-tty-progress");
+  FairLock holder(client, name);
+  holder.lock();
+  OnATerminal term(cli({"run", name, "true"}));  // stderr a terminal: progress without -v
+  EXPECT_TRUE(term.expect("fairlock: " + name + ": waiting, #0 in line (#0 is next)"));
+  holder.unlock();
+  EXPECT_EQ(term.wait(), 0);
+}
+
 }  // namespace
 }  // namespace fairlock::test
