@@ -43,8 +43,8 @@ TEST(CliRun, VerboseShowsThePlaceInLineCountedAsStatusCountsIt) {
   FairLock holder(client, name);
   holder.lock();
   Child verbose(FAIRLOCK_CLI_PATH, cli({"run", "-v", name, "true"}), true);
-  Child quiet(FAIRLOCK_CLI_PATH, cli({"run", name, "true"}), true);  // stderr not a terminal, no -v
   EXPECT_EQ(verbose.line(), "fairlock: " + name + ": waiting, #0 in line (#0 is next)");
+  Child quiet(FAIRLOCK_CLI_PATH, cli({"run", name, "true"}), true);  // stderr not a terminal, no -v
   ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 2; }));
   CliResult st = run_cli({"status", name});
   EXPECT_NE(st.output.find("\n  #0 "), std::string::npos) << st.output;

@@ -179,8 +179,8 @@ int cmd_run(const Args& a) {
     lock.cancel();
     end_hold();
   });
-  const auto exit_by =
-      std::chrono::steady_clock::now() + s.wait.value_or(std::chrono::milliseconds(0)) + kWatchdogMargin;
+  const auto wait = s.wait.value_or(std::chrono::milliseconds(0));
+  const auto exit_by = std::chrono::steady_clock::now() + wait + (wait.count() ? kWatchdogMargin : kTryMargin);
   bool got = false;
   try {
     got = acquire(lock, s, exit_by);
