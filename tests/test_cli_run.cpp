@@ -94,11 +94,12 @@ void section_idiom(const std::string& shell, const std::string& script) {
 TEST(CliRun, ASectionOfABashScriptHoldsTheLock) {
   section_idiom("/bin/bash", R"(
 coproc LOCK { exec $FAIRLOCK run "$NAME"; }
+lock_pid=$LOCK_PID lock_in=${LOCK[1]}     # bash unsets LOCK* once the coprocess ends
 read -r FENCE <&"${LOCK[0]}" || exit 75   # held from here on
 echo "fence $FENCE"
 $FAIRLOCK run -n "$NAME" true 2>/dev/null; echo "inside: $?"
-exec {LOCK[1]}>&-                        # release: fairlock's stdin closes
-wait "$LOCK_PID" || exit
+exec {lock_in}>&-                         # release: fairlock's stdin closes
+wait "$lock_pid" || exit
 $FAIRLOCK run -n "$NAME" true; echo "released: $?"
 )");
 }
