@@ -7,9 +7,11 @@
 #include <iterator>
 #include <utility>
 
+#include "options.h"
+
 namespace fairlock::cli {
 
-std::chrono::milliseconds parse_duration(const std::string& s, const char* what) {
+std::chrono::milliseconds parse_duration(const std::string& s, const char* what, bool allow_zero) {
   std::size_t used = 0;
   double v = 0;
   try {
@@ -25,7 +27,11 @@ std::chrono::milliseconds parse_duration(const std::string& s, const char* what)
                                                       : 0;
   if (factor == 0) throw UsageError(std::string(what) + ": unknown unit in '" + s + "' (use ms, s, m or h)");
   const double ms = v * factor;
-  if (!(ms > 0) || ms > 2147483647.0) throw UsageError(std::string(what) + ": must be positive and below 24 days");
+  if (allow_zero && ms == 0) return std::chrono::milliseconds(0);
+  if (!(ms > 0) || ms > 2147483647.0) {
+    throw UsageError(std::string(what) + (allow_zero ? ": must be 0 or more" : ": must be positive") +
+                     " and below 24 days");
+  }
   return std::chrono::milliseconds(std::max(1LL, std::llround(ms)));  // 0.2ms still means "some time"
 }
 
@@ -74,64 +80,111 @@ bool take_tls_option(const std::string& key, const std::string& value, fairlock:
 
 }  // namespace
 
+namespace {
+
+UsageError misuse(const std::string& command, const std::string& what) {
+  const std::string who = command.empty() ? "fairlock" : "fairlock " + command;
+  return UsageError(who + ": " + what + " (see " + who + " --help)");
+}
+
+// Applies one option (known to apply to a.command) with its value.
+void apply(Args& a, const OptionSpec& spec, const std::string& value) {
+  const std::string key = spec.name;
+  if (key == "--url") {
+    a.url = value;
+  } else if (key == "--prefix") {
+    a.prefix = value;
+  } else if (key == "--help") {
+    a.help = true;
+  } else if (key == "--version") {
+    a.version = true;
+  } else if (key == "--allow-evicting-server") {
+    a.allow_evicting = true;
+  } else if (key == "--tls") {
+    a.use_tls = true;
+  } else if (key == "--insecure") {
+    a.tls.insecure_skip_verify_testing_only = true;
+    a.tls_flags = true;
+  } else if (take_tls_option(key, value, a.tls)) {
+    a.tls_flags = true;
+  } else {
+    a.values[key] = value;
+  }
+}
+
+// Checks that `spec` may be given here; `word` is how it was spelled.
+void check_scope(const Args& a, const OptionSpec& spec, const std::string& word) {
+  if (applies(spec, a.command)) return;
+  if (std::string(spec.name) == "--version") throw misuse(a.command, "--version goes before the subcommand");
+  if (a.command.empty()) throw misuse("", word + " is an option of a subcommand: put it after the subcommand's name");
+  throw misuse(a.command, a.command + " takes no option " + word);
+}
+
+// Takes argv[i] (an option or a cluster of short ones) and its value; moves
+// i past what it used.
+void take_option(Args& a, int argc, char** argv, int& i) {
+  const std::string s = argv[i];
+  if (s.compare(0, 2, "--") == 0) {
+    const auto eq = s.find('=');
+    const std::string word = s.substr(0, eq);
+    const OptionSpec* spec = find_option(word);
+    if (!spec) throw misuse(a.command, "unknown option " + word);
+    check_scope(a, *spec, word);
+    std::string value;
+    if (eq != std::string::npos) {
+      if (!spec->takes_value) throw misuse(a.command, word + " takes no value");
+      value = s.substr(eq + 1);
+    } else if (spec->takes_value) {
+      if (i + 1 >= argc) throw misuse(a.command, word + " needs a value");
+      value = argv[++i];
+    }
+    apply(a, *spec, value);
+    return;
+  }
+  for (std::size_t j = 1; j < s.size(); ++j) {  // -nv, -w5, -w 5
+    const std::string word = std::string("-") + s[j];
+    const OptionSpec* spec = find_option(word);
+    if (!spec) throw misuse(a.command, "unknown option " + word);
+    check_scope(a, *spec, word + " (" + spec->name + ")");
+    if (!spec->takes_value) {
+      apply(a, *spec, "");
+      continue;
+    }
+    std::string value = s.substr(j + 1);
+    if (value.empty()) {
+      if (i + 1 >= argc) throw misuse(a.command, word + " needs a value");
+      value = argv[++i];
+    }
+    apply(a, *spec, value);
+    return;
+  }
+}
+
+}  // namespace
+
+// fairlock [global options] COMMAND [options] ARGS; for run, everything after
+// NAME (and one "--" right after it) is the command.
 Args parse(int argc, char** argv) {
   Args a;
   const char* env = std::getenv("FAIRLOCK_URL");
   a.url = env && *env ? env : "redis://127.0.0.1:6379";
   tls_from_environment(a.tls);
-  const std::vector<std::string> with_value = {"--url",      "--prefix", "--permits",        "--lease",     "--wait",
-                                               "--interval", "--count",  "--cacert",         "--cacertdir", "--cert",
-                                               "--key",      "--sni",    "--tls-min-version"};
+  bool options_done = false;
   for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    if (s == "--") {
-      for (++i; i < argc; ++i) a.exec.emplace_back(argv[i]);
-      break;
-    }
-    if (s == "--help" || s == "-h") {
-      a.help = true;
-      continue;
-    }
-    if (s == "--json") {
-      a.json = true;
-    } else if (s == "--kill-on-loss") {
-      a.kill_on_loss = true;
-    } else if (s == "--allow-evicting-server") {
-      a.allow_evicting = true;
-    } else if (s == "--tls") {
-      a.use_tls = true;
-    } else if (s == "--insecure") {
-      a.tls.insecure_skip_verify_testing_only = true;
-      a.tls_flags = true;
-    } else if (s.size() > 2 && s.compare(0, 2, "--") == 0) {
-      std::string key = s, value;
-      auto eq = s.find('=');
-      if (eq != std::string::npos) {
-        key = s.substr(0, eq);
-        value = s.substr(eq + 1);
-      } else if (std::find(with_value.begin(), with_value.end(), s) != with_value.end()) {
-        if (i + 1 >= argc) throw UsageError(s + " needs a value");
-        value = argv[++i];
-      }
-      if (std::find(with_value.begin(), with_value.end(), key) == with_value.end()) {
-        throw UsageError("unknown option " + key);
-      }
-      if (key == "--url") {
-        a.url = value;
-      } else if (key == "--prefix") {
-        a.prefix = value;
-      } else if (take_tls_option(key, value, a.tls)) {
-        a.tls_flags = true;
-      } else {
-        a.values[key] = value;
-      }
+    const std::string s = argv[i];
+    if (!options_done && s == "--") {
+      options_done = true;
+    } else if (!options_done && s.size() > 1 && s[0] == '-') {
+      take_option(a, argc, argv, i);
     } else if (a.command.empty()) {
       a.command = s;
-    } else if (a.command == "run" && a.positional.size() == 1) {
-      for (; i < argc; ++i) a.exec.emplace_back(argv[i]);  // `run NAME CMD ...` without "--"
-      break;
     } else {
       a.positional.push_back(s);
+      if (a.command != "run") continue;
+      int rest = i + 1;
+      if (rest < argc && std::string(argv[rest]) == "--") ++rest;
+      for (; rest < argc; ++rest) a.exec.emplace_back(argv[rest]);
+      break;
     }
   }
   return a;

@@ -17,7 +17,8 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::chrono::milliseconds parse_duration(const std::string& s, const char* what);
+// "5s", "250ms", "1.5" (seconds); zero only if `allow_zero`.
+std::chrono::milliseconds parse_duration(const std::string& s, const char* what, bool allow_zero = false);
 long long parse_count(const std::string& s, const char* what, long long lo, long long hi);
 
 struct Args {
@@ -25,8 +26,10 @@ struct Args {
   fairlock::TlsOptions tls;
   bool use_tls = false, tls_flags = false;  // --tls; any other TLS flag given
   std::vector<std::string> positional, exec;
+  // The subcommand's own options by long name ("--wait"); flags map to "".
   std::map<std::string, std::string> values;
-  bool json = false, kill_on_loss = false, help = false, allow_evicting = false;
+  bool help = false, version = false, allow_evicting = false;
+  bool has(const std::string& option) const { return values.count(option) != 0; }
 };
 
 Args parse(int argc, char** argv);

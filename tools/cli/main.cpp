@@ -12,42 +12,59 @@
 
 using namespace fairlock::cli;
 
+namespace {
+
+int dispatch(const Args& a) {
+  if (a.version) {
+    std::printf("fairlock %s\n", FAIRLOCK_VERSION_STRING);
+    return 0;
+  }
+  if (a.help) {
+    std::fputs(command_help(a.command).c_str(), stdout);
+    return 0;
+  }
+  if (a.command == "run") return cmd_run(a);
+  if (a.command == "status") return cmd_status(a);
+  if (a.command == "list") return cmd_list(a);
+  if (a.command == "watch") return cmd_watch(a);
+  if (a.command == "evict") return cmd_evict(a);
+  if (a.command.empty()) throw UsageError("");
+  throw UsageError("fairlock: unknown command '" + a.command + "' (see fairlock --help)");
+}
+
+// A usage error's one line: messages that do not name the command yet get it.
+int usage_error(const std::string& command, const std::string& what) {
+  if (what.rfind("fairlock", 0) == 0) {
+    std::fprintf(stderr, "%s\n", what.c_str());
+  } else {
+    const std::string who = command.empty() ? "fairlock" : "fairlock " + command;
+    std::fprintf(stderr, "%s: %s (see %s --help)\n", who.c_str(), what.c_str(), who.c_str());
+  }
+  return kUsage;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  std::string command;
   try {
-    for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
-      if (std::string(argv[i]) == "--version") {
-        std::printf("fairlock %s\n", FAIRLOCK_VERSION_STRING);
-        return 0;
-      }
-    }
     Args a = parse(argc, argv);
-    if (a.help) {
-      std::fputs(command_help(a.command).c_str(), stdout);
-      return 0;
-    }
-    if (a.command == "run") return cmd_run(a);
-    if (a.command == "status") return cmd_status(a);
-    if (a.command == "list") return cmd_list(a);
-    if (a.command == "watch") return cmd_watch(a);
-    if (a.command == "evict") return cmd_evict(a);
-    if (a.command.empty()) throw UsageError("");
-    throw UsageError("unknown command '" + a.command + "'");
+    command = a.command;
+    return dispatch(a);
   } catch (const UsageError& e) {
-    if (*e.what()) {
-      std::fprintf(stderr, "fairlock: %s (see fairlock --help)\n", e.what());
-      return kUsage;
-    }
-    std::fputs(kUsageText, stdout);
-    return argc > 1 ? 0 : kUsage;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "fairlock: %s\n", e.what());
+    if (*e.what()) return usage_error(command, e.what());
+    std::fputs(kUsageText, stderr);
     return kUsage;
+  } catch (const std::invalid_argument& e) {  // lead: BadOption -> the flag named by option()
+    return usage_error(command, e.what());
   } catch (const fairlock::TlsError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
     return fairlock::is_setup_error(e) ? kConfig : kUnavailable;  // cured by no retry, or perhaps by one
   } catch (const fairlock::EvictionPolicyError& e) {
     std::fprintf(stderr, "fairlock: %s (for this command: --allow-evicting-server)\n", e.what());
     return kConfig;
+    // lead: catch (const fairlock::AccessDenied&) -> kAccessDenied (77), before ServerError/Error
+    // lead: catch (const fairlock::EvictedError&) -> kEvicted (79) (thrown by run's wait)
   } catch (const fairlock::ConnectionError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
     return kUnavailable;

@@ -1,6 +1,8 @@
 #include "print.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "text.h"
 
@@ -50,6 +52,28 @@ void print_json(const fairlock::QueueState& st, std::ostream& out) {
         << ",\"liveness_left_ms\":" << w.liveness_left.count() << "}";
   }
   out << "]}\n";
+}
+
+void print_list_table(const std::vector<fairlock::NameSummary>& names, std::ostream& out) {
+  std::size_t width = 4;  // "NAME"
+  for (const auto& n : names) width = std::max(width, printable(n.name).size());
+  const std::string pad(width, ' ');
+  out << "NAME" << pad.substr(4) << "  HOLDERS  WAITERS\n";
+  char counts[48];
+  for (const auto& n : names) {
+    const std::string shown = printable(n.name);
+    std::snprintf(counts, sizeof counts, "  %7zu  %7zu\n", n.holders, n.waiters);
+    out << shown << pad.substr(shown.size()) << counts;
+  }
+}
+
+void print_list_json(const std::vector<fairlock::NameSummary>& names, std::ostream& out) {
+  out << "[";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out << (i ? "," : "") << "{\"name\":" << json_string(names[i].name) << ",\"holders\":" << names[i].holders
+        << ",\"waiters\":" << names[i].waiters << "}";
+  }
+  out << "]\n";
 }
 
 }  // namespace fairlock::cli

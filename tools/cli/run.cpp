@@ -1,150 +1,213 @@
-// `fairlock run`: wait for the turn, run the command holding it, release.
+// `fairlock run`: wait for the turn, run the command holding it (or hold
+// without one), release.
 #include <fairlock/fairlock.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
-#include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include "commands.h"
 #include "exit_codes.h"
+#include "hold.h"
+#include "launch.h"
+#include "signals.h"
 #include "text.h"
 
 namespace fairlock::cli {
 namespace {
 
-// Signals are blocked in every thread; this one takes them with sigwait.
-std::atomic<int> g_signal{0};
-std::atomic<bool> g_waiting{true};
-std::mutex g_child_mu;  // g_child and g_unforwarded change together
-pid_t g_child = 0;
-int g_unforwarded = 0;  // a signal taken between the turn and the fork: forwarded once the child exists
+// How long after --wait's deadline the command gives up on a library call
+// that has not returned (a server that stopped answering), and how long it
+// gives the Client's shutdown once it has decided to exit.
+constexpr std::chrono::milliseconds kWatchdogMargin{100};
+constexpr std::chrono::milliseconds kShutdownMargin{50};
+// -n's one round trip: a slow machine must not turn a free lock into "busy".
+constexpr std::chrono::milliseconds kTryMargin{1000};
 
-// The command runs as `pid` (0: it ended); a signal taken while it was
-// being started is forwarded to it now.
-void set_child(pid_t pid) {
-  std::lock_guard<std::mutex> lk(g_child_mu);
-  g_child = pid;
-  if (pid > 0 && g_unforwarded != 0) ::kill(pid, std::exchange(g_unforwarded, 0));
+struct RunSettings {
+  std::string name;
+  std::uint32_t permits = 1;
+  fairlock::LockOptions lock;
+  std::optional<std::chrono::milliseconds> wait;  // none: forever; 0: a try (-n)
+  int conflict = kConflict;
+  bool kill_on_loss = false, verbose = false;
+};
+
+RunSettings settings(const Args& a) {
+  if (a.positional.size() != 1) throw UsageError("usage: fairlock run [options] NAME [--] [CMD [ARGS...]]");
+  RunSettings s;
+  s.name = a.positional[0];
+  if (a.has("--permits"))
+    s.permits = static_cast<std::uint32_t>(parse_count(a.values.at("--permits"), "--permits", 1, 1000000));
+  if (a.has("--lease")) s.lock.lease = parse_duration(a.values.at("--lease"), "--lease");
+  if (s.lock.lease < fairlock::limits::kMinLease) {
+    throw UsageError("--lease: at least " + std::to_string(fairlock::limits::kMinLease.count()) + "ms");
+  }
+  const int given = a.has("--wait") + a.has("--timeout") + a.has("--nonblock");
+  if (given > 1) throw UsageError("--wait, -w/--timeout and -n/--nonblock: one at most");
+  if (a.has("--wait")) s.wait = parse_duration(a.values.at("--wait"), "--wait", true);
+  if (a.has("--timeout")) s.wait = parse_duration(a.values.at("--timeout"), "-w/--timeout", true);
+  if (a.has("--nonblock")) s.wait = std::chrono::milliseconds(0);
+  if (a.has("--conflict-exit-code")) {
+    s.conflict = static_cast<int>(parse_count(a.values.at("--conflict-exit-code"), "-E/--conflict-exit-code", 1, 255));
+  }
+  s.kill_on_loss = a.has("--kill-on-loss");
+  s.verbose = a.has("--verbose");
+  return s;
 }
 
-// Forwards `sig` to the running command; returns false if none runs.
-bool forward_to_child(int sig) {
-  std::lock_guard<std::mutex> lk(g_child_mu);
-  if (g_child > 0) {
-    ::kill(g_child, sig);
+// Exits with the conflict status if the library has not answered by the
+// time `at`; disarm() before acting on its answer.
+class Watchdog {
+ public:
+  Watchdog(std::chrono::steady_clock::time_point at, const std::string& name, int status)
+      : thread_([this, at, name, status] {
+          std::unique_lock<std::mutex> lk(mu_);
+          if (cv_.wait_until(lk, at, [this] { return done_; })) return;
+          std::fprintf(stderr,
+                       "fairlock: %s: no turn within --wait (the server does not answer; the queue entry lapses "
+                       "with its liveness)\n",
+                       printable(name).c_str());
+          std::_Exit(status);
+        }) {}
+  ~Watchdog() { disarm(); }
+  void disarm() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Returns `status` to exit with; if the Client's shutdown (a server that
+// stopped answering) has not let the process exit by `at` (and at least
+// kShutdownMargin from now), exits then anyway: --wait bounds the exit.
+int exit_soon(int status, std::chrono::steady_clock::time_point at = {}) {
+  at = std::max(at, std::chrono::steady_clock::now() + kShutdownMargin);
+  std::thread([status, at] {
+    std::this_thread::sleep_until(at);
+    std::_Exit(status);
+  }).detach();
+  return status;
+}
+
+// Waits for the turn; true if held. Throws Cancelled when a signal ended the wait.
+bool acquire(fairlock::FairSemaphore& lock, const RunSettings& s, std::chrono::steady_clock::time_point exit_by) {
+  if (!s.wait) {
+    lock.lock();
     return true;
   }
-  if (!g_waiting.load()) g_unforwarded = sig;  // it is being started
-  return false;
+  Watchdog dog(exit_by, s.name, s.conflict);
+  const bool got = s.wait->count() == 0 ? lock.try_lock() : lock.try_lock_for(*s.wait);
+  dog.disarm();
+  return got;
+}
+
+void report_position(const std::string& name, std::size_t position) {
+  // lead: add "held by HOST pid PID COMMAND" (who-fields) to this line.
+  std::fprintf(stderr, "fairlock: %s: waiting, #%zu in line (#0 is next)\n", printable(name).c_str(), position);
+}
+
+// Runs the command holding the lock; its status.
+int run_command(const Args& a, const RunSettings& s, std::uint64_t fence, const sigset_t& mask) {
+  Command c{a.exec, {"FAIRLOCK_NAME=" + s.name, "FAIRLOCK_FENCE=" + std::to_string(fence)}, mask};
+  const bool terminal = owns_terminal();
+  set_phase(Phase::starting);
+  const pid_t pid = launch(c, terminal);
+  set_running(pid);
+  const int rc = wait_command(pid, terminal);
+  set_phase(Phase::done);
+  return rc;
+}
+
+// Releases after the command (or the hold) ended with `rc`; the exit status.
+int finish(fairlock::FairSemaphore& lock, const RunSettings& s, int rc, bool lost, bool command) {
+  const fairlock::Released released = lock.release();
+  if (released == fairlock::Released::lost || lost) {
+    if (command) {
+      std::fprintf(stderr, "fairlock: %s: the lock was lost while the command ran (command status %d)\n",
+                   printable(s.name).c_str(), rc);
+    } else {
+      std::fprintf(stderr, "fairlock: %s: the lock was lost while held\n", printable(s.name).c_str());
+    }
+    return kLost;
+  }
+  if (released == fairlock::Released::failed) {
+    std::fprintf(stderr, "fairlock: %s: could not release (Redis unreachable); it expires with its lease, within %s\n",
+                 printable(s.name).c_str(), human(s.lock.lease).c_str());
+  } else if (s.verbose) {
+    std::fprintf(stderr, "fairlock: %s: released\n", printable(s.name).c_str());
+  }
+  return rc;
 }
 
 }  // namespace
 
 int cmd_run(const Args& a) {
-  if (a.positional.size() != 1 || a.exec.empty())
-    throw UsageError("usage: fairlock run [options] NAME -- CMD [ARGS...]");
-  const std::string& name = a.positional[0];
-  std::uint32_t permits = 1;
-  if (a.values.count("--permits")) {
-    permits = static_cast<std::uint32_t>(parse_count(a.values.at("--permits"), "--permits", 1, 1000000));
-  }
-  fairlock::LockOptions lo;
-  if (a.values.count("--lease")) lo.lease = parse_duration(a.values.at("--lease"), "--lease");
-  std::optional<std::chrono::milliseconds> wait;
-  if (a.values.count("--wait")) wait = parse_duration(a.values.at("--wait"), "--wait");
-
-  sigset_t set, old;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, s);
-  pthread_sigmask(SIG_BLOCK, &set, &old);  // before any thread starts
-
+  RunSettings s = settings(a);
+  sigset_t old;
+  block_signals(&old);  // before any thread starts
   std::atomic<bool> lost{false};
-  const bool kill_on_loss = a.kill_on_loss;
-  lo.on_lost = [&lost, kill_on_loss] {
+  const bool kill_on_loss = s.kill_on_loss;
+  const std::string name = s.name;
+  s.lock.on_lost = [&lost, kill_on_loss, name] {
     lost = true;
-    std::fprintf(stderr, "fairlock: the lock was lost while the command ran%s\n",
-                 kill_on_loss ? "; terminating the command" : "");
-    if (kill_on_loss) forward_to_child(SIGTERM);
+    std::fprintf(stderr, "fairlock: %s: the lock was lost%s\n", printable(name).c_str(),
+                 kill_on_loss ? "; terminating the command's process group" : "");
+    if (kill_on_loss) signal_command(SIGTERM);
+    end_hold();
   };
+  if (s.verbose || ::isatty(STDERR_FILENO)) s.lock.on_position = [name](std::size_t p) { report_position(name, p); };
   fairlock::Client client(client_options(a, fairlock::Notify::publish));
-  fairlock::FairSemaphore lock(client, name, permits, lo);
-
-  std::thread signals([&] {
-    for (;;) {
-      int sig = 0;
-      if (sigwait(&set, &sig) != 0) continue;
-      g_signal = sig;
-      if (!forward_to_child(sig) && g_waiting.load()) lock.cancel();  // waiting: leave the queue
-    }
+  fairlock::FairSemaphore lock(client, s.name, s.permits, s.lock);
+  start_signal_thread([&lock](int) {
+    lock.cancel();
+    end_hold();
   });
-  signals.detach();
-
+  const auto wait = s.wait.value_or(std::chrono::milliseconds(0));
+  const auto exit_by = std::chrono::steady_clock::now() + wait + (wait.count() ? kWatchdogMargin : kTryMargin);
   bool got = false;
   try {
-    got = wait ? lock.try_lock_for(*wait) : (lock.lock(), true);
+    got = acquire(lock, s, exit_by);
   } catch (const fairlock::Cancelled&) {
-    return 128 + g_signal.load();
+    return exit_soon(kSignalBase + stop_signal());
   }
-  g_waiting = false;
+  // lead: catch (const fairlock::EvictedError&) here or in main -> kEvicted (79)
   if (!got) {
-    std::fprintf(stderr, "fairlock: %s: no turn within --wait\n", printable(name).c_str());
-    return kWaitTimeout;
+    std::fprintf(stderr, "fairlock: %s: no turn %s\n", printable(s.name).c_str(),
+                 s.wait->count() ? "within --wait" : "(-n: busy, or others wait)");
+    return exit_soon(s.conflict, exit_by);
   }
-  if (int sig = g_signal.load()) {  // interrupted just as the turn came
+  if (const int sig = stop_signal()) {  // interrupted just as the turn came
     lock.unlock();
-    return 128 + sig;
+    return kSignalBase + sig;
   }
+  if (s.verbose)
+    std::fprintf(stderr, "fairlock: %s: held, fence %llu\n", printable(s.name).c_str(),
+                 static_cast<unsigned long long>(lock.fence()));
+  if (a.exec.empty()) return finish(lock, s, hold(lock.fence()), lost, false);
   if (lost && kill_on_loss) {  // lost before the command started: do not start it
-    (void)lock.release();      // lost: nothing to release, but the claim is ended
+    (void)lock.release();
     std::fprintf(stderr, "fairlock: %s: the lock was lost before the command started; not started\n",
-                 printable(name).c_str());
+                 printable(s.name).c_str());
     return kLost;
   }
-
-  std::string fence = std::to_string(lock.fence());
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    ::setenv("FAIRLOCK_NAME", name.c_str(), 1);
-    ::setenv("FAIRLOCK_FENCE", fence.c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& s : a.exec) argv.push_back(const_cast<char*>(s.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    int err = errno;
-    std::fprintf(stderr, "fairlock: cannot run %s: %s\n", argv[0], std::strerror(err));
-    ::_exit(err == ENOENT ? 127 : 126);
-  }
-  set_child(pid);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  set_child(0);
-  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  const fairlock::Released released = lock.release();
-  if (released == fairlock::Released::failed) {
-    std::fprintf(stderr, "fairlock: %s: could not release (redis unreachable); it expires with its lease\n",
-                 printable(name).c_str());
-    return kUnavailable;
-  }
-  if (released == fairlock::Released::lost || lost) {
-    std::fprintf(stderr, "fairlock: %s: the lock was lost while the command ran (command status %d)\n",
-                 printable(name).c_str(), rc);
-    return kLost;
-  }
-  return rc;
+  return finish(lock, s, run_command(a, s, lock.fence(), old), lost, true);
 }
 
 }  // namespace fairlock::cli

@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <iostream>
 #include <sstream>
+#include <string>
 
 #include "commands.h"
 #include "exit_codes.h"
@@ -18,7 +20,7 @@ int cmd_status(const Args& a) {
   need_positional(a, 1, "status [--json] NAME");
   fairlock::Client client(client_options(a));
   auto st = client.inspect(a.positional[0]);
-  if (a.json) {
+  if (a.has("--json")) {
     print_json(st, std::cout);
   } else {
     print_table(st, std::cout);
@@ -53,18 +55,30 @@ int cmd_watch(const Args& a) {
 }
 
 int cmd_list(const Args& a) {
-  if (a.positional.size() > 1) throw UsageError("usage: fairlock list [PATTERN]");
+  if (a.positional.size() > 1) throw UsageError("usage: fairlock list [--json] [PATTERN]");
   fairlock::Client client(client_options(a));
-  auto names = client.list(a.positional.empty() ? "*" : a.positional[0]);
-  std::printf("%-40s %8s %8s\n", "NAME", "HOLDERS", "WAITERS");
-  for (const auto& n : names) std::printf("%-40s %8zu %8zu\n", printable(n.name).c_str(), n.holders, n.waiters);
+  const auto names = client.list(a.positional.empty() ? "*" : a.positional[0]);
+  if (a.has("--json")) {
+    print_list_json(names, std::cout);
+  } else {
+    print_list_table(names, std::cout);
+  }
   return 0;
 }
 
 int cmd_evict(const Args& a) {
   need_positional(a, 2, "evict NAME TOKEN");
   fairlock::Client client(client_options(a));
-  switch (client.evict(a.positional[0], a.positional[1])) {
+  fairlock::Evicted found = fairlock::Evicted::none;
+  try {
+    found = client.evict(a.positional[0], a.positional[1]);
+  } catch (const std::exception& e) {
+    // Not a token at all: as "no such holder or waiter" (status 1). lead:
+    // BadOption with option() == "token" once the library throws it.
+    const std::string what = e.what();
+    if (what.find("FLBADARG") == std::string::npos && what.find("token") == std::string::npos) throw;
+  }
+  switch (found) {
     case fairlock::Evicted::holder: std::printf("evicted holder %s\n", a.positional[1].c_str()); return 0;
     case fairlock::Evicted::waiter: std::printf("evicted waiter %s\n", a.positional[1].c_str()); return 0;
     case fairlock::Evicted::none: break;

@@ -7,7 +7,8 @@ namespace fairlock::cli {
 
 extern const char* const kUsageText;
 
-// The help of one command: its lines of the usage text, then the options.
+// The help of one command (of all, for an empty or unknown one), then the
+// global options.
 std::string command_help(const std::string& command);
 
 }  // namespace fairlock::cli

@@ -1,0 +1,174 @@
+// `fairlock run` as flock(1) and etcdctl lock users expect it: -n, -w, -E,
+// progress, holding without a command (and the shell-section idioms built on
+// it), the command's status kept, --wait a bound whatever the server does.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "test_cli_util.h"
+
+namespace fairlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST(CliRun, NonblockAndTimeoutAsFlock) {
+  Client client(opts_for(server()));
+  const std::string name = unique_name("cli-nonblock");
+  EXPECT_EQ(run_cli({"run", "-n", name, "sh", "-c", "exit 4"}).status, 4);  // free: runs
+  FairLock holder(client, name);
+  holder.lock();
+  for (const auto& option :
+       std::vector<std::vector<std::string>>{{"-n"}, {"--nonblock"}, {"-w", "0"}, {"--wait", "0"}}) {
+    std::vector<std::string> args{"run"};
+    args.insert(args.end(), option.begin(), option.end());
+    args.push_back(name);
+    args.emplace_back("true");
+    CliResult r = run_cli(args);
+    EXPECT_EQ(r.status, 75) << option[0] << ": " << r.output;
+    EXPECT_NE(r.output.find("no turn"), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(run_cli({"run", "-n", "-E", "9", name, "true"}).status, 9);
+  const auto t0 = Clock::now();
+  EXPECT_EQ(run_cli({"run", "-w", "0.3", "--conflict-exit-code=1", name, "true"}).status, 1);
+  EXPECT_GE(since(t0).count(), 300);
+  EXPECT_EQ(zcard(server(), name, "q"), 0);  // -n never queued, -w left
+  holder.unlock();
+}
+
+TEST(CliRun, VerboseShowsThePlaceInLineCountedAsStatusCountsIt) {
+  Client client(opts_for(server()));
+  const std::string name = unique_name("cli-progress");
+  FairLock holder(client, name);
+  holder.lock();
+  Child verbose(FAIRLOCK_CLI_PATH, cli({"run", "-v", name, "true"}), true);
+  EXPECT_EQ(verbose.line(), "fairlock: " + name + ": waiting, #0 in line (#0 is next)");
+  Child quiet(FAIRLOCK_CLI_PATH, cli({"run", name, "true"}), true);  // stderr not a terminal, no -v
+  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 2; }));
+  CliResult st = run_cli({"status", name});
+  EXPECT_NE(st.output.find("\n  #0 "), std::string::npos) << st.output;
+  EXPECT_NE(st.output.find("\n  #1 "), std::string::npos) << st.output;
+  holder.unlock();
+  const std::string rest = verbose.rest();
+  EXPECT_EQ(verbose.wait(), 0);
+  EXPECT_NE(rest.find(": held, fence "), std::string::npos) << rest;
+  EXPECT_EQ(quiet.rest(), "");
+  EXPECT_EQ(quiet.wait(), 0);
+}
+
+TEST(CliRun, WithoutACommandItHoldsPrintsTheFenceAndReleasesOnASignal) {
+  Client client(opts_for(server()));
+  const std::string name = unique_name("cli-hold");
+  Child held(FAIRLOCK_CLI_PATH, cli({"run", name}));
+  const std::string fence = held.line();
+  ASSERT_FALSE(fence.empty());
+  auto st = client.inspect(name);
+  ASSERT_EQ(st.holders.size(), 1u);
+  EXPECT_EQ(std::to_string(st.holders[0].fence), fence);
+  held.kill(SIGTERM);
+  EXPECT_EQ(held.wait(), 0);
+  EXPECT_EQ(keys_of(server(), name), key(name, "seq"));  // released
+  Child lost(FAIRLOCK_CLI_PATH, cli({"run", name}), true);
+  ASSERT_FALSE(lost.line().empty());
+  EXPECT_EQ(client.evict(name, client.inspect(name).holders.at(0).token), Evicted::holder);
+  EXPECT_EQ(lost.wait(), 76);  // the hold ends when it is lost
+}
+
+// A section of a shell script holding NAME, with `fairlock run NAME` as a
+// coprocess (bash) or on two FIFOs (POSIX sh), as the README shows them. In
+// the section, the lock is held (-n finds it busy); after it, released.
+void section_idiom(const std::string& shell, const std::string& script) {
+  const std::string name = unique_name("cli-section");
+  const std::string fairlock = std::string(FAIRLOCK_CLI_PATH) + " --url " + server().url();
+  const std::string prelude = "FAIRLOCK=\"" + fairlock + "\"; NAME=" + name + "\n";
+  Child sh(shell, {"-c", prelude + script}, true);
+  const std::string out = sh.rest();
+  EXPECT_EQ(sh.wait(), 0) << out;
+  EXPECT_NE(out.find("fence "), std::string::npos) << out;
+  EXPECT_NE(out.find("inside: 75"), std::string::npos) << out;
+  EXPECT_NE(out.find("released: 0"), std::string::npos) << out;
+  EXPECT_EQ(keys_of(server(), name), key(name, "seq"));
+}
+
+TEST(CliRun, ASectionOfABashScriptHoldsTheLock) {
+  section_idiom("/bin/bash", R"(
+coproc LOCK { exec $FAIRLOCK run "$NAME"; }
+lock_pid=$LOCK_PID lock_in=${LOCK[1]}     # bash unsets LOCK* once the coprocess ends
+read -r FENCE <&"${LOCK[0]}" || exit 75   # held from here on
+echo "fence $FENCE"
+$FAIRLOCK run -n "$NAME" true 2>/dev/null; echo "inside: $?"
+exec {lock_in}>&-                         # release: fairlock's stdin closes
+wait "$lock_pid" || exit
+$FAIRLOCK run -n "$NAME" true; echo "released: $?"
+)");
+}
+
+TEST(CliRun, ASectionOfAPosixShScriptHoldsTheLock) {
+  section_idiom("/bin/sh", R"(
+dir=$(mktemp -d) && mkfifo "$dir/in" "$dir/out" || exit 70
+$FAIRLOCK run "$NAME" <"$dir/in" >"$dir/out" &
+lock=$!
+exec 8>"$dir/in" 9<"$dir/out"
+read -r FENCE <&9 || { wait $lock; exit $?; }   # held from here on
+echo "fence $FENCE"
+$FAIRLOCK run -n "$NAME" true 2>/dev/null; echo "inside: $?"
+exec 8>&- 9<&-                                  # release
+wait $lock || exit
+rm -r "$dir"
+$FAIRLOCK run -n "$NAME" true; echo "released: $?"
+)");
+}
+
+TEST(CliRun, TheCommandsStatusSurvivesAFailedRelease) {
+  RedisServer own;
+  TempFile stop;
+  std::remove(stop.path.c_str());
+  const std::string name = unique_name("cli-release-fails");
+  Child f(FAIRLOCK_CLI_PATH,
+          cli({"run", name, "sh", "-c", "echo ready; while [ ! -e " + stop.path + " ]; do sleep 0.02; done; exit 4"},
+              own.url()),
+          true);
+  ASSERT_EQ(f.line(), "ready");
+  own.kill();  // the server is gone when the command ends
+  std::ofstream(stop.path) << "\n";
+  const std::string out = f.rest();
+  EXPECT_EQ(f.wait(), 4) << out;
+  EXPECT_NE(out.find("could not release"), std::string::npos) << out;
+}
+
+// --wait is a bound even when the server stops answering mid-wait: exit 75
+// by the deadline plus the watchdog's margin. One run in CI;
+// FAIRLOCK_DEADLINE_RUNS=20 measures the overshoot's p50 and max.
+void wait_with_the_server_stopped(std::vector<long long>& overshoot) {
+  RedisServer own;
+  Client client(opts_for(own));
+  const std::string name = unique_name("cli-deadline");
+  LockOptions long_lease;
+  long_lease.lease = 60s;
+  FairLock holder(client, name, long_lease);
+  holder.lock();
+  const auto t0 = Clock::now();
+  Child f(FAIRLOCK_CLI_PATH, cli({"run", "--wait", "2s", name, "true"}, own.url()), true);
+  ASSERT_TRUE(eventually([&] { return zcard(own, name, "q") == 1; }));
+  own.pause();
+  const std::string out = f.rest();
+  const int status = f.wait();
+  const long long took = since(t0).count();
+  own.resume();
+  EXPECT_EQ(status, 75) << out;
+  EXPECT_NE(out.find("no turn within --wait"), std::string::npos) << out;
+  EXPECT_GE(took, 2000);
+  EXPECT_LE(took, 2000 + 1500) << "run --wait 2s exited after " << took << " ms";
+  overshoot.push_back(took - 2000);
+}
+
+TEST(CliRun, WaitIsABoundWithTheServerStopped) {
+  std::vector<long long> overshoot;
+  for (long run = env_or("FAIRLOCK_DEADLINE_RUNS", 1); run > 0; --run) wait_with_the_server_stopped(overshoot);
+  std::cout << "[figures] fairlock run --wait 2s, server stopped mid-wait, " << overshoot.size() << " runs: overshoot "
+            << p50_max(overshoot) << "\n";
+}
+
+}  // namespace
+}  // namespace fairlock::test
