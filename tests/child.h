@@ -28,6 +28,7 @@ class Child {
   std::string rest(std::chrono::milliseconds limit = std::chrono::milliseconds(30000)) { return p_.rest(limit); }
   void kill(int sig = SIGKILL) { p_.kill(sig); }
   int wait() { return p_.wait(); }
+  pid_t pid() const { return p_.pid(); }
 
  private:
   Process p_;

@@ -193,9 +193,9 @@ TEST(Cli, ListFindsActiveNames) {
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string n;
-    int hs = -1, ws = -1;
-    f >> n >> hs >> ws;
-    if (n == name) found = hs == 1 && ws == 0;
+    int ps = -1, hs = -1, ws = -1;
+    f >> n >> ps >> hs >> ws;
+    if (n == name) found = ps == 1 && hs == 1 && ws == 0;
   }
   EXPECT_TRUE(found) << r.output;
   holder.unlock();

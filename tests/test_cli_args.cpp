@@ -79,7 +79,8 @@ TEST(CliArgs, ListAlignsLongNamesAndWritesJson) {
   EXPECT_NE(t.output.find(longer + "  "), std::string::npos) << t.output;  // not cut
   CliResult j = run_cli({"list", "--json", tag + "*"});
   EXPECT_EQ(j.status, 0);
-  EXPECT_NE(j.output.find("{\"name\":\"" + longer + "\",\"holders\":1,\"waiters\":0}"), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("{\"name\":\"" + longer + "\",\"holders\":1,\"waiters\":0,\"permits\":1}"), std::string::npos)
+      << j.output;
   EXPECT_NE(j.output.find("\"name\":\"" + tag + "\\\"q\\\"\""), std::string::npos) << j.output;
   EXPECT_EQ(j.output.front(), '[');
   a.unlock();

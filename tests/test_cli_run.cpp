@@ -43,7 +43,10 @@ TEST(CliRun, VerboseShowsThePlaceInLineCountedAsStatusCountsIt) {
   FairLock holder(client, name);
   holder.lock();
   Child verbose(FAIRLOCK_CLI_PATH, cli({"run", "-v", name, "true"}), true);
-  EXPECT_EQ(verbose.line(), "fairlock: " + name + ": waiting, #0 in line (#0 is next)");
+  // The holder is this test's own client: its registration names this process.
+  EXPECT_EQ(verbose.line(), "fairlock: " + name + ": waiting, #0 in line (#0 is next); held by " +
+                                client.inspect(name).holders.at(0).host + " pid " + std::to_string(::getpid()) + " (" +
+                                client.inspect(name).holders.at(0).description + ")");
   Child quiet(FAIRLOCK_CLI_PATH, cli({"run", name, "true"}), true);  // stderr not a terminal, no -v
   ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 2; }));
   CliResult st = run_cli({"status", name});

@@ -190,7 +190,19 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// `run` waits, so it takes wake signals; the other commands only read or
+namespace {
+
+// What this client registers (shown by status as who holds or waits): the
+// subcommand, the name, and the command it runs.
+std::string description_of(const Args& a) {
+  std::string out = "fairlock " + a.command;
+  for (const auto& p : a.positional) out += " " + p;
+  if (!a.exec.empty()) out += " --";
+  for (const auto& word : a.exec) out += " " + word;
+  return out;
+}
+
+}  // namespace
 
 fairlock::Options client_options(const Args& a, fairlock::Notify notify) {
   fairlock::Options o;
@@ -203,6 +215,7 @@ fairlock::Options client_options(const Args& a, fairlock::Notify notify) {
   o.key_prefix = a.prefix;
   o.notify = notify;
   o.allow_evicting_server = a.allow_evicting;
+  o.description = description_of(a);
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "usage.h"
+#include "words.h"
 
 using namespace fairlock::cli;
 
@@ -55,24 +56,30 @@ int main(int argc, char** argv) {
     if (*e.what()) return usage_error(command, e.what());
     std::fputs(kUsageText, stderr);
     return kUsage;
-  } catch (const std::invalid_argument& e) {  // lead: BadOption -> the flag named by option()
-    return usage_error(command, e.what());
+  } catch (const fairlock::BadOption& e) {
+    return usage_error(command, flag_for(e.option()) + ": " + e.problem());
+  } catch (const std::invalid_argument& e) {
+    return usage_error(command, in_cli_words(e.what()));
   } catch (const fairlock::TlsError& e) {
-    std::fprintf(stderr, "fairlock: %s\n", e.what());
+    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
     return fairlock::is_setup_error(e) ? kConfig : kUnavailable;  // cured by no retry, or perhaps by one
   } catch (const fairlock::EvictionPolicyError& e) {
-    std::fprintf(stderr, "fairlock: %s (for this command: --allow-evicting-server)\n", e.what());
+    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
     return kConfig;
-    // lead: catch (const fairlock::AccessDenied&) -> kAccessDenied (77), before ServerError/Error
-    // lead: catch (const fairlock::EvictedError&) -> kEvicted (79) (thrown by run's wait)
-  } catch (const fairlock::ConnectionError& e) {
+  } catch (const fairlock::AccessDenied& e) {
+    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
+    return kAccessDenied;
+  } catch (const fairlock::EvictedError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
+    return kEvicted;
+  } catch (const fairlock::ConnectionError& e) {
+    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
     return kUnavailable;
   } catch (const fairlock::TimeoutError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
     return kUnavailable;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fairlock: %s\n", e.what());
+    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
     return kSoftware;
   }
 }

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "exit_codes.h"
 #include "hold.h"
 #include "launch.h"
+#include "progress.h"
 #include "signals.h"
 #include "text.h"
 
@@ -118,9 +120,15 @@ bool acquire(fairlock::FairSemaphore& lock, const RunSettings& s, std::chrono::s
   return got;
 }
 
-void report_position(const std::string& name, std::size_t position) {
-  // lead: add "held by HOST pid PID COMMAND" (who-fields) to this line.
-  std::fprintf(stderr, "fairlock: %s: waiting, #%zu in line (#0 is next)\n", printable(name).c_str(), position);
+// on_lost: notes the loss, says so, and ends the command's group (--kill-on-loss) or the hold.
+std::function<void()> report_loss(std::atomic<bool>& lost, bool kill_on_loss, const std::string& name) {
+  return [&lost, kill_on_loss, name] {
+    lost = true;
+    std::fprintf(stderr, "fairlock: %s: the lock was lost%s\n", printable(name).c_str(),
+                 kill_on_loss ? "; terminating the command's process group" : "");
+    if (kill_on_loss) signal_command(SIGTERM);
+    end_hold();
+  };
 }
 
 // Runs the command holding the lock; its status.
@@ -163,17 +171,13 @@ int cmd_run(const Args& a) {
   sigset_t old;
   block_signals(&old);  // before any thread starts
   std::atomic<bool> lost{false};
-  const bool kill_on_loss = s.kill_on_loss;
-  const std::string name = s.name;
-  s.lock.on_lost = [&lost, kill_on_loss, name] {
-    lost = true;
-    std::fprintf(stderr, "fairlock: %s: the lock was lost%s\n", printable(name).c_str(),
-                 kill_on_loss ? "; terminating the command's process group" : "");
-    if (kill_on_loss) signal_command(SIGTERM);
-    end_hold();
-  };
-  if (s.verbose || ::isatty(STDERR_FILENO)) s.lock.on_position = [name](std::size_t p) { report_position(name, p); };
+  s.lock.on_lost = report_loss(lost, s.kill_on_loss, s.name);
   fairlock::Client client(client_options(a, fairlock::Notify::publish));
+  std::optional<Progress> progress;
+  if (s.verbose || ::isatty(STDERR_FILENO)) {
+    progress.emplace(client, s.name);
+    s.lock.on_position = [&progress](std::size_t p) { progress->moved(p); };
+  }
   fairlock::FairSemaphore lock(client, s.name, s.permits, s.lock);
   start_signal_thread([&lock](int) {
     lock.cancel();
@@ -187,7 +191,8 @@ int cmd_run(const Args& a) {
   } catch (const fairlock::Cancelled&) {
     return exit_soon(kSignalBase + stop_signal());
   }
-  // lead: catch (const fairlock::EvictedError&) here or in main -> kEvicted (79)
+  if (progress) progress->stop();
+  // (an operator's evict ends the wait with EvictedError: main's status 79)
   if (!got) {
     std::fprintf(stderr, "fairlock: %s: no turn %s\n", printable(s.name).c_str(),
                  s.wait->count() ? "within --wait" : "(-n: busy, or others wait)");
@@ -201,7 +206,7 @@ int cmd_run(const Args& a) {
     std::fprintf(stderr, "fairlock: %s: held, fence %llu\n", printable(s.name).c_str(),
                  static_cast<unsigned long long>(lock.fence()));
   if (a.exec.empty()) return finish(lock, s, hold(lock.fence()), lost, false);
-  if (lost && kill_on_loss) {  // lost before the command started: do not start it
+  if (lost && s.kill_on_loss) {  // lost before the command started: do not start it
     (void)lock.release();
     std::fprintf(stderr, "fairlock: %s: the lock was lost before the command started; not started\n",
                  printable(s.name).c_str());

@@ -72,11 +72,11 @@ int cmd_evict(const Args& a) {
   fairlock::Evicted found = fairlock::Evicted::none;
   try {
     found = client.evict(a.positional[0], a.positional[1]);
-  } catch (const std::exception& e) {
-    // Not a token at all: as "no such holder or waiter" (status 1). lead:
-    // BadOption with option() == "token" once the library throws it.
-    const std::string what = e.what();
-    if (what.find("FLBADARG") == std::string::npos && what.find("token") == std::string::npos) throw;
+  } catch (const fairlock::BadOption& e) {
+    if (e.option() != "token") throw;
+    std::fprintf(stderr, "fairlock: %s: no holder or waiter %s (not a token: it %s)\n",
+                 printable(a.positional[0]).c_str(), printable(a.positional[1]).c_str(), e.problem().c_str());
+    return kNotFound;
   }
   switch (found) {
     case fairlock::Evicted::holder: std::printf("evicted holder %s\n", a.positional[1].c_str()); return 0;

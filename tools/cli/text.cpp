@@ -49,4 +49,11 @@ std::string human(std::chrono::milliseconds d) {
   return buf;
 }
 
+std::string who(const std::string& host, std::int64_t pid, const std::string& description) {
+  if (host.empty() && pid == 0) return "unknown client";
+  std::string out = printable(host) + " pid " + std::to_string(pid);
+  if (!description.empty()) out += " (" + printable(description) + ")";
+  return out;
+}
+
 }  // namespace fairlock::cli
