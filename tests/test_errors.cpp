@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <thread>
 #include <typeinfo>
 
 #include "test_util.h"
@@ -204,6 +205,31 @@ TEST(Errors, BadArgumentsAreBadOptions) {
   }
   EXPECT_NE(bad_option([&] { FairLock l(client, "n", short_lease); }).problem().find("at least 100 ms"),
             std::string::npos);
+}
+
+// The client has talked to its server (a lock taken and released); the
+// server dies and is back 300 ms later. A try_lock_for(10s) begun while it
+// is down must wait for it, not fail at once as a first contact would.
+TEST(Errors, AServerDownUnderARunningClientIsRiddenOutByATimedWait) {
+  RedisServer s;
+  Client client(opts_for(s));
+  FairLock lock(client, unique_name("ride-out"));
+  lock.lock();
+  lock.unlock();
+  s.kill();
+  std::thread back([&s] {
+    std::this_thread::sleep_for(300ms);
+    s.restart();
+  });
+  bool got = false;
+  try {
+    got = lock.try_lock_for(10s);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "failed at once instead of riding the restart out: " << e.what();
+  }
+  back.join();
+  EXPECT_TRUE(got);
+  if (got) lock.unlock();
 }
 
 }  // namespace

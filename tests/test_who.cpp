@@ -173,8 +173,8 @@ TEST(Who, LockCallsNeverWriteTheRegistration) {
     lock.lock();
     lock.unlock();
   }
-  // (No round refreshes it either: with liveness 30 s, that is due 30 s after the last write.)
-  EXPECT_EQ(server().cmd({"EXISTS", key}), "0") << "a lock call wrote the registration";
+  // (A call carries the refresh only when it is due: with liveness 30 s, 30 s after the last write.)
+  EXPECT_EQ(server().cmd({"EXISTS", key}), "0") << "a lock call wrote the registration before it was due";
 }
 
 // A heartbeat round that carries the registration's refresh is still one
@@ -213,6 +213,23 @@ TEST(Who, HeartbeatRoundsStayOneRoundTripWithTheRefresh) {
   EXPECT_GE(trips, rounds - 2);
   EXPECT_GE(fcalls, rounds - 1);
   EXPECT_EQ(s.cmd({"EXISTS", who_key(client.id())}), "1") << "not written again by a refresh";
+  lock.unlock();
+}
+
+// A client idle longer than its registration's expiry (max(3 s, 3 x
+// liveness)) has no registration left: heartbeat rounds, the only refresh,
+// run only while it holds or waits. Its next holder must still be named.
+TEST(Who, AHolderOfAClientIdleLongerThanTheExpiryIsNamed) {
+  Options o = opts_for(server());
+  o.liveness_ttl = 300ms;  // expiry: 3 s
+  o.description = "idle then busy";
+  Client client(o);
+  FairLock lock(client, unique_name("idle-who"));
+  std::this_thread::sleep_for(3500ms);  // the registration expires
+  lock.lock();
+  const QueueState st = client.inspect(lock.name());
+  ASSERT_EQ(st.holders.size(), 1u);
+  EXPECT_EQ(st.holders[0].description, "idle then busy") << "no registration while the client holds";
   lock.unlock();
 }
 

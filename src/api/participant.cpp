@@ -21,10 +21,11 @@ using std::chrono::steady_clock;
 
 namespace {
 
-// The claim's word for how an acquire call failed (node/failure.h).
-Claim::Failure claim_failure(CallFailure f) {
+// The claim's word for how an acquire call failed (node/failure.h), on a
+// server this client has `reached` before or not.
+Claim::Failure claim_failure(CallFailure f, bool reached) {
   switch (f) {
-    case CallFailure::unsent: return Claim::Failure::unsent;
+    case CallFailure::unsent: return reached ? Claim::Failure::down : Claim::Failure::unsent;
     case CallFailure::not_run: return Claim::Failure::not_run;
     case CallFailure::in_doubt: return Claim::Failure::in_doubt;
     case CallFailure::refused:
@@ -196,7 +197,7 @@ void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& r
   } catch (const Error& e) {
     const CallFailure kind = failure_of(e);
     if (is_final(kind)) throw;
-    const Claim::Failure failure = claim_failure(kind);
+    const Claim::Failure failure = claim_failure(kind, node().server.reached());
     if (!claim_.on_ask_failed(sent, steady_clock::now(), failure)) {
       if (claim_.cancel_requested()) throw wait_cancelled();  // a try cut short by its cancel
       throw;

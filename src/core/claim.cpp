@@ -199,6 +199,12 @@ bool Claim::may_retry(SteadyTime sent, SteadyTime now, Failure failure) {
       // A server down from the start is reported at once.
       if (!wait_.asked && !wait_.maybe_queued) return false;
       break;
+    case Failure::down:
+      // A server that went away under a running client (a restart) is
+      // ridden out by a wait, from its first ask on, as not_run is; a try ends.
+      if (!wait_.queue) return false;
+      if (!wait_.asked && !wait_.maybe_queued) return wait_.deadline || now - *wait_.failing_since <= cfg_.liveness;
+      break;
   }
   // A timed wait retries until its deadline, then times out as any other
   // (an entry that expired meanwhile is queued again at the tail). An

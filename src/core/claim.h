@@ -74,7 +74,8 @@ class Claim {
   // How an acquire call failed.
   enum class Failure {
     refused,   // an error reply: not retried
-    unsent,    // no connection could be opened: nothing was sent
+    unsent,    // no connection could be opened to a server never reached: nothing was sent
+    down,      // no connection now to a server this client reached before (a restart): nothing was sent
     in_doubt,  // the call was sent, its reply lost: the script may have run
     not_run,   // the server kept losing the scripts (FUNCTION or SCRIPT FLUSH): it did not run
   };

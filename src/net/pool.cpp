@@ -63,6 +63,7 @@ std::unique_ptr<Connection> Pool::take() {
   try {
     auto c = std::make_unique<Connection>(bounded(target_));
     if (on_open_) on_open_(*c);
+    reached_ = true;
     lk.lock();
     if (had_failure_) {
       had_failure_ = false;
@@ -73,8 +74,10 @@ std::unique_ptr<Connection> Pool::take() {
   } catch (const ConnectionError& e) {
     dial_failed(lk);
     // Cut by the call's deadline, not refused (a certificate or a port
-    // that speaks no TLS is, whenever it comes): the server may be fine.
-    if (CallDeadline::passed() && dynamic_cast<const TlsError*>(&e) == nullptr) {
+    // that speaks no TLS is, whenever it comes; a handshake with no reply
+    // is cut by that deadline too): the server may be fine.
+    const auto* tls = dynamic_cast<const TlsError*>(&e);
+    if (CallDeadline::passed() && (tls == nullptr || tls->reason() == TlsError::Reason::no_handshake)) {
       throw TimeoutError(std::string("fairlock: no connection open before the call's deadline (") + e.what() + ")");
     }
     throw;

@@ -1,6 +1,7 @@
 #pragma once
 // A fixed-size pool of blocking connections to one server, created lazily;
 // a connection is used by one thread at a time and dropped when it breaks.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -35,6 +36,10 @@ class Pool {
       throw;
     }
   }
+  // True once a connection was opened (and passed its checks): the server
+  // was there, so a failure to connect now is it going away, not a setup
+  // that never worked.
+  bool reached() const noexcept { return reached_.load(); }
 
  private:
   std::unique_ptr<Connection> take();
@@ -51,6 +56,7 @@ class Pool {
   std::vector<std::unique_ptr<Connection>> idle_;
   std::size_t open_ = 0;
   bool had_failure_ = false;
+  std::atomic<bool> reached_{false};  // a connection was ever opened (and checked)
 };
 
 }  // namespace fairlock::detail

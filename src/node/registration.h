@@ -1,8 +1,10 @@
 #pragma once
 // This client's description on one server (docs/PROTOCOL.md "Who: client
 // descriptions"): written with the server's first connection, refreshed at
-// most once per third of its expiry by a SET that rides in a heartbeat
-// round's pipeline (never a round trip of its own), and deleted at shutdown.
+// most once per third of its expiry by a SET that rides in the pipeline of
+// a heartbeat round or of any script call (never a round trip of its own;
+// so a client idle past the expiry is named again from its next call), and
+// deleted at shutdown.
 // Best effort throughout: a failed write waits for the next round, and no
 // caller ever sees its errors.
 #include <atomic>

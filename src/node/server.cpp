@@ -53,12 +53,14 @@ ReplyPtr Server::run_one(ScriptCall call) {
 }
 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane) {
-  if (lane == Lane::heartbeat) return heartbeat_.with([&](Connection& c) { return run_beat(c, calls); });
-  return commands_.with([&](Connection& c) { return scripts_.run(c, calls, target_.command_timeout); });
+  const auto run = [&](Connection& c) { return run_riding(c, calls); };
+  return lane == Lane::heartbeat ? heartbeat_.with(run) : commands_.with(run);
 }
 
-// A heartbeat round, with the registration's SET last in its pipeline when due.
-std::vector<ReplyPtr> Server::run_beat(Connection& c, const std::vector<ScriptCall>& calls) {
+// Script calls, with the registration's SET last in their pipeline when due:
+// a heartbeat round's, or (a client idle longer than the registration's
+// expiry runs no heartbeat) the first calls after the idle time.
+std::vector<ReplyPtr> Server::run_riding(Connection& c, const std::vector<ScriptCall>& calls) {
   const auto now = std::chrono::steady_clock::now();
   const std::optional<Argv> refresh = registration_.due(now);
   if (!refresh) return scripts_.run(c, calls, target_.command_timeout);

@@ -60,9 +60,11 @@ class Server {
   // A connection of its own (the subscriber's).
   std::unique_ptr<Connection> connect() const;
   const Endpoint& endpoint() const { return target_.endpoint; }
+  // This client has opened a connection to it before (Pool::reached).
+  bool reached() const noexcept { return commands_.reached() || heartbeat_.reached(); }
 
  private:
-  std::vector<ReplyPtr> run_beat(Connection& c, const std::vector<ScriptCall>& calls);
+  std::vector<ReplyPtr> run_riding(Connection& c, const std::vector<ScriptCall>& calls);
   const Target target_;
   Counters& counters_;
   Registration registration_;

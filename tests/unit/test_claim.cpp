@@ -150,6 +150,25 @@ TEST_F(ClaimTest, AFirstAskThatReachedNoServerIsNotRetried) {
   EXPECT_EQ(claim.next(t0 + 20ms, kSignals).kind, Step::Kind::ask);
 }
 
+// A server this client reached before is down now (a restart): a wait's
+// first ask rides it out (a timed one until its deadline, an untimed one for
+// a liveness); a try ends at once.
+TEST_F(ClaimTest, AFirstAskToAServerThatWentAwayIsRetried) {
+  claim.begin("pm:1", true, std::nullopt, "n");
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  EXPECT_TRUE(claim.on_ask_failed(t0, t0, Claim::Failure::down));
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 2900ms, t0 + 2900ms, Claim::Failure::down));
+  EXPECT_FALSE(claim.on_ask_failed(t0 + 3100ms, t0 + 3100ms, Claim::Failure::down));  // a liveness (3 s) later
+  claim.abort();
+  claim.begin("pm:2", true, t0 + 10s, "n");
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  EXPECT_TRUE(claim.on_ask_failed(t0 + 5s, t0 + 5s, Claim::Failure::down));  // timed: until its deadline
+  claim.abort();
+  claim.begin("pm:3", false, std::nullopt, "n");
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  EXPECT_FALSE(claim.on_ask_failed(t0, t0, Claim::Failure::down));  // a try does not wait
+}
+
 // The server restarted (or the connection was killed) with the first call
 // in flight: it may have queued us, so the wait goes on as a queued one,
 // through the server being down, until that entry would have expired.
