@@ -123,6 +123,38 @@ $FAIRLOCK run -n "$NAME" true; echo "released: $?"
 )");
 }
 
+// r-cli review: Ctrl-C on the script's terminal signals the script's whole
+// group; in the POSIX sh section the shell started fairlock with SIGINT
+// ignored (an asynchronous list), and the section's own command handles the
+// signal and goes on (a migration finishing cleanly). The lock must stay held
+// until the section releases it. Fails on 1e19e3d: fairlock takes the ignored
+// SIGINT through sigwaitinfo, ends the hold and releases mid-section
+// ("inside after INT: 0"). (The sleep only gives fairlock time to misbehave.)
+TEST(CliRun, ASectionStaysHeldWhenItsScriptsGroupGetsCtrlC) {
+  const std::string name = unique_name("cli-section-int");
+  const std::string fairlock = std::string(FAIRLOCK_CLI_PATH) + " --url " + server().url();
+  const std::string prelude = "FAIRLOCK=\"" + fairlock + "\"; NAME=" + name + "\n";
+  Child sh("/usr/bin/setsid", {"/bin/sh", "-c", prelude + R"(
+trap 'echo "script: INT"' INT
+dir=$(mktemp -d) && mkfifo "$dir/in" "$dir/out" || exit 70
+$FAIRLOCK run "$NAME" <"$dir/in" >"$dir/out" &
+lock=$!
+exec 8>"$dir/in" 9<"$dir/out"
+read -r FENCE <&9 || { wait $lock; exit $?; }   # held from here on
+kill -INT 0                                     # as Ctrl-C: the script's group
+sleep 1
+$FAIRLOCK run -n "$NAME" true 2>/dev/null; echo "inside after INT: $?"
+exec 8>&- 9<&-                                  # release
+wait $lock; echo "released: $?"
+rm -r "$dir"
+)"},
+           true);
+  const std::string out = sh.rest();
+  EXPECT_EQ(sh.wait(), 0) << out;
+  EXPECT_NE(out.find("inside after INT: 75"), std::string::npos) << out;
+  EXPECT_NE(out.find("released: 0"), std::string::npos) << out;
+}
+
 TEST(CliRun, TheCommandsStatusSurvivesAFailedRelease) {
   RedisServer own;
   TempFile stop;
