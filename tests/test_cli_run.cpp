@@ -155,6 +155,22 @@ rm -r "$dir"
   EXPECT_NE(out.find("released: 0"), std::string::npos) << out;
 }
 
+// A reader that went away (`| true`, `| head`) is no death: fairlock prints
+// its fence into a closed pipe, holds until its stdin ends, releases and
+// exits 0 (it died of SIGPIPE, 141, and the hold stayed until its lease).
+TEST(CliRun, AClosedStdoutDoesNotKillTheHold) {
+  const std::string name = unique_name("cli-sigpipe");
+  const std::string fairlock = std::string(FAIRLOCK_CLI_PATH) + " --url " + server().url();
+  Child sh("/bin/bash",
+           {"-c", "sleep 0.5 | " + fairlock + " run " + name + " | true; echo \"hold: ${PIPESTATUS[1]}\"; " + fairlock +
+                      " run -n " + name + " true; echo \"after: $?\""},
+           true);
+  const std::string out = sh.rest();
+  EXPECT_EQ(sh.wait(), 0) << out;
+  EXPECT_NE(out.find("hold: 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("after: 0"), std::string::npos) << out;  // released, not left to its lease
+}
+
 TEST(CliRun, TheCommandsStatusSurvivesAFailedRelease) {
   RedisServer own;
   TempFile stop;

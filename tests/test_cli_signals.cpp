@@ -119,7 +119,9 @@ TEST(CliSignals, ASigkilledFairlocksCommandIsKilledAtOnce) {
 // fairlock on a terminal of its own (a pty, fairlock the session leader).
 class OnATerminal {
  public:
-  explicit OnATerminal(const std::vector<std::string>& args) {
+  // `args` for fairlock, its stdin, stdout and stderr the terminal (stdin
+  // /dev/null with `stdin_null`: the terminal stays the controlling one).
+  explicit OnATerminal(const std::vector<std::string>& args, bool stdin_null = false) {
     master_ = ::posix_openpt(O_RDWR | O_NOCTTY);
     if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) throw std::runtime_error("pty");
     const std::string slave = ::ptsname(master_);
@@ -128,6 +130,7 @@ class OnATerminal {
       ::setsid();
       const int fd = ::open(slave.c_str(), O_RDWR);  // becomes the controlling terminal
       for (int i = 0; i < 3; ++i) ::dup2(fd, i);
+      if (stdin_null) ::dup2(::open("/dev/null", O_RDONLY), 0);
       exec_or_exit(FAIRLOCK_CLI_PATH, args);
     }
     reader_ = LineReader(master_);
@@ -177,6 +180,19 @@ TEST(CliSignals, OnATerminalCtrlCReachesTheCommandOnceAndItReadsTheTerminal) {
   EXPECT_EQ(term.wait(), 0);
   EXPECT_EQ(c.log.count("INT "), 1) << c.log.text();
   EXPECT_EQ(c.log.count("INT 0"), 1) << "from the terminal, not forwarded: " << c.log.text();
+}
+
+// stdin redirected, fairlock still in the terminal's foreground: the command
+// gets the terminal (it was stopped by SIGTTIN in a group of its own, and
+// fairlock held the lock for ever).
+TEST(CliSignals, WithStdinRedirectedTheCommandStillReadsTheTerminal) {
+  OnATerminal term(
+      cli({"run", unique_name("cli-tty-null"), "--", "sh", "-c", "echo ready; read x </dev/tty; echo \"got $x\""}),
+      true);
+  ASSERT_TRUE(term.expect("ready"));
+  term.type("hello\n");
+  ASSERT_TRUE(term.expect("got hello"));  // (stopped: the destructor kills it)
+  EXPECT_EQ(term.wait(), 0);
 }
 
 TEST(CliSignals, OnATerminalRunShowsItsPlaceInLine) {

@@ -22,7 +22,7 @@ bool stdin_can_close() {
   struct stat st {};
   if (::fstat(STDIN_FILENO, &st) != 0) return false;
   if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) return true;
-  return owns_terminal();  // a terminal in the background would stop us (SIGTTIN)
+  return ::isatty(STDIN_FILENO) && owns_terminal();  // a terminal in the background would stop us (SIGTTIN)
 }
 
 void watch_stdin() {

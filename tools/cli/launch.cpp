@@ -1,5 +1,6 @@
 #include "launch.h"
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 
 #include "exit_codes.h"
+#include "signals.h"
 
 extern char** environ;
 
@@ -40,7 +42,8 @@ void say(const char* s) { (void)!::write(STDERR_FILENO, s, std::strlen(s)); }
 // In the forked child: only async-signal-safe calls (fairlock has threads).
 [[noreturn]] void exec_child(char** argv, char** envp, const sigset_t& mask, pid_t parent, bool terminal) {
   ::setpgid(0, 0);
-  if (terminal) ::tcsetpgrp(STDIN_FILENO, ::getpid());  // SIGTTOU is still blocked here
+  if (terminal) ::tcsetpgrp(terminal_fd(), ::getpid());  // SIGTTOU is still blocked here
+  restore_sigpipe();
   // SIGKILL, not SIGTERM: this fires only when fairlock died without
   // forwarding anything (SIGKILL, a crash); the hold may lapse any moment
   // then, and a command could ignore or outlive a SIGTERM.
@@ -59,7 +62,12 @@ void say(const char* s) { (void)!::write(STDERR_FILENO, s, std::strlen(s)); }
 
 }  // namespace
 
-bool owns_terminal() { return ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp(); }
+int terminal_fd() {
+  static const int fd = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);  // -1: no controlling terminal
+  return fd;
+}
+
+bool owns_terminal() { return terminal_fd() >= 0 && ::tcgetpgrp(terminal_fd()) == ::getpgrp(); }
 
 pid_t launch(const Command& c, bool terminal) {
   const std::vector<std::string> env = environment_with(c.env);
@@ -69,26 +77,34 @@ pid_t launch(const Command& c, bool terminal) {
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) exec_child(argv.data(), envp.data(), c.mask, parent, terminal);
   ::setpgid(pid, pid);  // also here: whichever runs first
-  if (terminal) ::tcsetpgrp(STDIN_FILENO, pid);
+  if (terminal) ::tcsetpgrp(terminal_fd(), pid);
   return pid;
+}
+
+// The command stopped (^Z, or SIGTTIN/SIGTTOU: it used the terminal from the
+// background): stop as a job does, with the terminal back to fairlock's
+// group; once continued (fg, bg, SIGCONT), give the terminal to the command
+// if fairlock has it now, and continue the command. Whether it has it now.
+bool stop_with(pid_t pid, bool terminal) {
+  if (terminal) ::tcsetpgrp(terminal_fd(), ::getpgrp());
+  ::kill(::getpid(), SIGSTOP);
+  const bool now = owns_terminal();
+  if (now) ::tcsetpgrp(terminal_fd(), pid);
+  ::kill(-pid, SIGCONT);
+  return now;
 }
 
 int wait_command(pid_t pid, bool terminal) {
   int status = 0;
   for (;;) {
-    if (::waitpid(pid, &status, terminal ? WUNTRACED : 0) < 0) {
+    if (::waitpid(pid, &status, WUNTRACED) < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
     }
     if (!WIFSTOPPED(status)) break;
-    // ^Z: stop as a job does, with the terminal back to the shell; on `fg`
-    // (SIGCONT) give it to the command again and continue it.
-    ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
-    ::kill(::getpid(), SIGSTOP);
-    ::tcsetpgrp(STDIN_FILENO, pid);
-    ::kill(-pid, SIGCONT);
+    terminal = stop_with(pid, terminal);
   }
-  if (terminal) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  if (terminal) ::tcsetpgrp(terminal_fd(), ::getpgrp());
   return WIFEXITED(status) ? WEXITSTATUS(status) : kSignalBase + WTERMSIG(status);
 }
 

@@ -19,6 +19,8 @@ struct Command {
 // Whether the command is to get the terminal: stdin is one and fairlock's
 // group is its foreground.
 bool owns_terminal();
+// fairlock's controlling terminal (/dev/tty, opened once), or -1.
+int terminal_fd();
 // Forks (from the calling thread, which must live until the command ends:
 // the command is SIGKILLed when that thread ends) and execs; returns its
 // pid, also its process group. With `terminal`, that group is made the

@@ -109,15 +109,12 @@ int exit_soon(int status, std::chrono::steady_clock::time_point at = {}) {
 }
 
 // Waits for the turn; true if held. Throws Cancelled when a signal ended the wait.
-bool acquire(fairlock::FairSemaphore& lock, const RunSettings& s, std::chrono::steady_clock::time_point exit_by) {
+bool acquire(fairlock::FairSemaphore& lock, const RunSettings& s) {
   if (!s.wait) {
     lock.lock();
     return true;
   }
-  Watchdog dog(exit_by, s.name, s.conflict);
-  const bool got = s.wait->count() == 0 ? lock.try_lock() : lock.try_lock_for(*s.wait);
-  dog.disarm();
-  return got;
+  return s.wait->count() == 0 ? lock.try_lock() : lock.try_lock_for(*s.wait);
 }
 
 // on_lost: notes the loss, says so, and ends the command's group (--kill-on-loss) or the hold.
@@ -164,12 +161,32 @@ int finish(fairlock::FairSemaphore& lock, const RunSettings& s, int rc, bool los
   return rc;
 }
 
+// Holding: holds without a command, or runs it; releases; the exit status.
+int held(const Args& a, const RunSettings& s, fairlock::FairSemaphore& lock, const std::atomic<bool>& lost,
+         const sigset_t& mask) {
+  if (s.verbose)
+    std::fprintf(stderr, "fairlock: %s: held, fence %llu\n", printable(s.name).c_str(),
+                 static_cast<unsigned long long>(lock.fence()));
+  if (a.exec.empty()) return finish(lock, s, hold(lock.fence()), lost, false);
+  if (lost && s.kill_on_loss) {  // lost before the command started: do not start it
+    (void)lock.release();
+    std::fprintf(stderr, "fairlock: %s: the lock was lost before the command started; not started\n",
+                 printable(s.name).c_str());
+    return kLost;
+  }
+  return finish(lock, s, run_command(a, s, lock.fence(), mask), lost, true);
+}
+
 }  // namespace
 
 int cmd_run(const Args& a) {
   RunSettings s = settings(a);
   sigset_t old;
   block_signals(&old);  // before any thread starts
+  const auto wait = s.wait.value_or(std::chrono::milliseconds(0));
+  const auto exit_by = std::chrono::steady_clock::now() + wait + (wait.count() ? kWatchdogMargin : kTryMargin);
+  std::optional<Watchdog> dog;  // armed before the first connection: --wait bounds that too
+  if (s.wait) dog.emplace(exit_by, s.name, s.conflict);
   std::atomic<bool> lost{false};
   s.lock.on_lost = report_loss(lost, s.kill_on_loss, s.name);
   fairlock::Client client(client_options(a, fairlock::Notify::publish));
@@ -183,36 +200,24 @@ int cmd_run(const Args& a) {
     lock.cancel();
     end_hold();
   });
-  const auto wait = s.wait.value_or(std::chrono::milliseconds(0));
-  const auto exit_by = std::chrono::steady_clock::now() + wait + (wait.count() ? kWatchdogMargin : kTryMargin);
   bool got = false;
   try {
-    got = acquire(lock, s, exit_by);
+    got = acquire(lock, s);  // (an operator's evict ends it with EvictedError: main's status 79)
   } catch (const fairlock::Cancelled&) {
     return exit_soon(kSignalBase + stop_signal());
   }
+  if (dog) dog->disarm();
   if (progress) progress->stop();
-  // (an operator's evict ends the wait with EvictedError: main's status 79)
   if (!got) {
     std::fprintf(stderr, "fairlock: %s: no turn %s\n", printable(s.name).c_str(),
                  s.wait->count() ? "within --wait" : "(-n: busy, or others wait)");
     return exit_soon(s.conflict, exit_by);
   }
-  if (const int sig = stop_signal()) {  // interrupted just as the turn came
-    lock.unlock();
+  if (const int sig = enter_unless_stopped(a.exec.empty() ? Phase::holding : Phase::starting)) {
+    lock.unlock();  // interrupted just as the turn came
     return kSignalBase + sig;
   }
-  if (s.verbose)
-    std::fprintf(stderr, "fairlock: %s: held, fence %llu\n", printable(s.name).c_str(),
-                 static_cast<unsigned long long>(lock.fence()));
-  if (a.exec.empty()) return finish(lock, s, hold(lock.fence()), lost, false);
-  if (lost && s.kill_on_loss) {  // lost before the command started: do not start it
-    (void)lock.release();
-    std::fprintf(stderr, "fairlock: %s: the lock was lost before the command started; not started\n",
-                 printable(s.name).c_str());
-    return kLost;
-  }
-  return finish(lock, s, run_command(a, s, lock.fence(), old), lost, true);
+  return held(a, s, lock, lost, old);
 }
 
 }  // namespace fairlock::cli

@@ -31,11 +31,27 @@ Router& router() {
   return r;
 }
 
+// The signals of kTaken not ignored when fairlock started: a shell starts a
+// background job (a script's section, `cmd &`) with SIGINT and SIGQUIT
+// ignored, and a blocked signal would be taken all the same.
 sigset_t taken_set() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : kTaken) sigaddset(&set, s);
+  static const sigset_t set = [] {
+    sigset_t s;
+    sigemptyset(&s);
+    for (int sig : kTaken) {
+      struct sigaction now {};
+      if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN) continue;
+      sigaddset(&s, sig);
+    }
+    return s;
+  }();
   return set;
+}
+
+// SIGPIPE's disposition when fairlock started, given back to the command.
+bool& sigpipe_was_default() {
+  static bool was = true;
+  return was;
 }
 
 bool stops(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT; }
@@ -69,6 +85,20 @@ void block_signals(sigset_t* old) {
   sigset_t set = taken_set();
   sigaddset(&set, SIGTTOU);
   pthread_sigmask(SIG_BLOCK, &set, old);
+  // A closed stdout or stderr (`| head`) is an error to ignore, not a death
+  // that would leave the hold to expire with its lease.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction before {};
+  ::sigaction(SIGPIPE, &ignore, &before);
+  sigpipe_was_default() = before.sa_handler == SIG_DFL;
+}
+
+void restore_sigpipe() {
+  if (!sigpipe_was_default()) return;
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &dfl, nullptr);
 }
 
 void start_signal_thread(std::function<void(int)> stop) {
@@ -101,6 +131,13 @@ void signal_command(int sig) {
   std::lock_guard<std::mutex> lk(r.mu);
   if (r.phase == Phase::running) ::kill(-r.pgid, sig);
   if (r.phase == Phase::starting) r.kept = sig;
+}
+
+int enter_unless_stopped(Phase p) {
+  Router& r = router();
+  std::lock_guard<std::mutex> lk(r.mu);
+  if (r.stopped_by == 0) r.phase = p;
+  return r.stopped_by;
 }
 
 int stop_signal() {

@@ -21,6 +21,9 @@ enum class Phase {
 // from the background) in the calling thread; call before any thread starts.
 // `old` gets the mask to restore in the command.
 void block_signals(sigset_t* old);
+// Also: SIGPIPE is ignored by fairlock; restore_sigpipe() gives the command
+// (in the forked child, async-signal-safe) the disposition fairlock found.
+void restore_sigpipe();
 
 // Starts the taking thread (detached, it lives until the process exits).
 // `stop(sig)` is called for a stopping signal while waiting or holding.
@@ -32,6 +35,8 @@ void set_running(pid_t pgid);
 // Sends `sig` to the command's group now (or as soon as it runs), not
 // deduplicated (--kill-on-loss).
 void signal_command(int sig);
+// Enters phase `p` unless a stopping signal was taken already; that signal, or 0.
+int enter_unless_stopped(Phase p);
 // The stopping signal taken, or 0.
 int stop_signal();
 

@@ -38,8 +38,10 @@ Signals: CMD runs in a process group of its own, made the terminal's
   from the same sender within 50ms counts once: timeout(1) sends two).
   While waiting, SIGINT/SIGTERM/SIGHUP/SIGQUIT leave the queue (128+N).
   The lock is released only after CMD has exited. If fairlock dies without
-  forwarding (SIGKILL, a crash), CMD is SIGKILLed at once; CMD's own
-  children are not (unless --kill-on-loss reached them first).
+  forwarding (SIGKILL, a crash), CMD is SIGKILLed at once (not a setuid
+  CMD: the kernel clears that), CMD's own children are not. The hold ends
+  when CMD exits: processes CMD leaves running run on without it. Signals
+  ignored when fairlock started stay ignored; SIGPIPE is ignored.
 
 Exit status: CMD's own (128+N if signal N ended it), also when the release
   fails afterwards (a warning on stderr); 75 no turn (--wait, -w, -n; -E
