@@ -23,7 +23,16 @@
 namespace fairlock::test {
 
 // In a forked child: runs `path` with `args` (argv[0] = path), or exits 127.
+// The child starts as from a terminal: default dispositions (a test run as a
+// script's background job has SIGINT and SIGQUIT ignored, which exec keeps)
+// and no blocked signal.
 [[noreturn]] inline void exec_or_exit(const std::string& path, const std::vector<std::string>& args) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2}) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(path.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
