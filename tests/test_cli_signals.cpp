@@ -40,6 +40,9 @@ void barrier(pid_t pid, const TempFile& log) {
 struct Counted {
   TempFile log;
   std::string stop = log.path + ".stop";
+  Counted() = default;
+  Counted(const Counted&) = delete;
+  Counted& operator=(const Counted&) = delete;
   ~Counted() { std::remove(stop.c_str()); }
   void finish() { std::ofstream(stop.c_str()) << "\n"; }
 };
@@ -121,8 +124,8 @@ class OnATerminal {
  public:
   // `args` for fairlock, its stdin, stdout and stderr the terminal (stdin
   // /dev/null with `stdin_null`: the terminal stays the controlling one).
-  explicit OnATerminal(const std::vector<std::string>& args, bool stdin_null = false) {
-    master_ = ::posix_openpt(O_RDWR | O_NOCTTY);
+  explicit OnATerminal(const std::vector<std::string>& args, bool stdin_null = false)
+      : master_(::posix_openpt(O_RDWR | O_NOCTTY)) {
     if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) throw std::runtime_error("pty");
     const std::string slave = ::ptsname(master_);
     pid_ = ::fork();
@@ -135,6 +138,8 @@ class OnATerminal {
     }
     reader_ = LineReader(master_);
   }
+  OnATerminal(const OnATerminal&) = delete;
+  OnATerminal& operator=(const OnATerminal&) = delete;
   ~OnATerminal() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);

@@ -40,6 +40,8 @@ struct TempFile {
     if (fd >= 0) ::close(fd);
     path = tmpl;
   }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
   ~TempFile() { std::remove(path.c_str()); }
   std::string text() const {
     std::ifstream in(path);

@@ -35,7 +35,7 @@ namespace {
       {"liveness_ms", "Options::liveness_ttl"},
       {"limit", "max_waiters"},
   };
-  const std::string_view argument = std::string_view(text).substr(0, text.find(' '));
+  const std::string_view argument = std::string_view{text}.substr(0, text.find(' '));
   for (const auto& [word, option] : kOptions) {
     if (argument == word) throw BadOption(option, text.substr(std::min(text.size(), word.size() + 1)));
   }

@@ -73,8 +73,9 @@ std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptC
   for (const auto& call : calls) argv.push_back(call_argv(call, b.way));
   argv.insert(argv.end(), tail.begin(), tail.end());
   b.replies = c.pipeline(argv);
-  std::vector<ReplyPtr> tail_replies(std::make_move_iterator(b.replies.begin() + calls.size()),
-                                     std::make_move_iterator(b.replies.end()));
+  std::vector<ReplyPtr> tail_replies(
+      std::make_move_iterator(b.replies.begin() + static_cast<std::ptrdiff_t>(calls.size())),
+      std::make_move_iterator(b.replies.end()));
   b.replies.resize(calls.size());
   const auto give_up_at = steady_clock::now() + budget;
   milliseconds backoff(0);

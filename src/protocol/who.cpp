@@ -59,7 +59,7 @@ ClientDescription this_process(std::string_view description) {
   d.pid = ::getpid();
   d.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
   const std::string fallback = description.empty() ? program_name() : std::string();
-  d.description = bounded_description(description.empty() ? std::string_view(fallback) : description);
+  d.description = bounded_description(description.empty() ? std::string_view{fallback} : description);
   return d;
 }
 

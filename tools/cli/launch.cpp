@@ -13,8 +13,6 @@
 #include "exit_codes.h"
 #include "signals.h"
 
-extern char** environ;
-
 namespace fairlock::cli {
 namespace {
 

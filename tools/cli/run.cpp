@@ -79,6 +79,8 @@ class Watchdog {
                        printable(name).c_str());
           std::_Exit(status);
         }) {}
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
   ~Watchdog() { disarm(); }
   void disarm() {
     {
