@@ -119,6 +119,14 @@ class EvictedError : public Error {
   using Error::Error;
 };
 
+// With Options::sync_replicas: a grant was not acknowledged by that many
+// replicas before the call's deadline. It was released (or lapses with its
+// lease): the caller holds nothing.
+class NotReplicatedError : public Error {
+ public:
+  using Error::Error;
+};
+
 // True when asking again cannot cure `e` because the setup is wrong: a TLS
 // certificate or key that does not verify or load, a handshake the server
 // refuses (TlsError), credentials or rights the server refuses

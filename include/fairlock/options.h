@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace spdlog {
@@ -53,12 +54,37 @@ struct TlsOptions {
   bool insecure_skip_verify_testing_only = false;
 };
 
+// How to reach the sentinels of a Sentinel URL (Options::url
+// "redis-sentinel://..."), when it differs from the data nodes.
+struct SentinelOptions {
+  // Credentials for the sentinels (requirepass / ACL of sentinel.conf);
+  // empty means none. The URL's user:password are the data nodes'.
+  std::string user;
+  std::string password;
+  // TLS to the sentinels (rediss-sentinel:// only): unset means Options::tls.
+  std::optional<TlsOptions> tls;
+};
+
 // Connection and process-wide settings of a Client.
 struct Options {
   // "redis://[user:password@]host:port[/db]", the same with "rediss://" for
-  // TLS (see tls), or "unix:///path/redis.sock[?db=N]"
+  // TLS (see tls), or "unix:///path/redis.sock[?db=N]"; through Sentinel:
+  // "redis-sentinel://[user:password@]host1:26379[,host2:26379...][/db]#mastername"
+  // ("rediss-sentinel://" for TLS to the sentinels and the data nodes): the
+  // sentinels are asked which server is the master, before every new
+  // connection (README "High availability").
   std::string url = "redis://127.0.0.1:6379";
   TlsOptions tls;
+  SentinelOptions sentinel;
+  // Replica-acknowledged grants: lock() returns (and a callback is told of a
+  // grant) only once WAIT confirmed that this many replicas have it, and a
+  // renewal extends what the holder believes only once acknowledged. 0: off.
+  // A grant not acknowledged before the call's deadline is released and the
+  // call fails with NotReplicatedError (README "High availability").
+  int sync_replicas = 0;
+  // How long one WAIT may take; waiting for acknowledgement goes on, WAIT
+  // after WAIT, until the call's deadline.
+  std::chrono::milliseconds sync_timeout{1000};
   // Prefix of every key and channel; no '{' or '}'.
   std::string key_prefix = "fairlock";
   std::chrono::milliseconds connect_timeout{2000};
