@@ -103,6 +103,13 @@ class EvictionPolicyError : public ServerError {
   using ServerError::ServerError;
 };
 
+// Options::url is a Sentinel URL whose master name no sentinel that
+// answered knows (SENTINEL get-master-addr-by-name said nil). A setup error.
+class UnknownMasterError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+
 // A blocked lock() was cancelled (FairLock::cancel, Client::shutdown).
 class Cancelled : public Error {
  public:
@@ -131,7 +138,8 @@ class NotReplicatedError : public Error {
 // certificate or key that does not verify or load, a handshake the server
 // refuses (TlsError), credentials or rights the server refuses
 // (AccessDenied), a server that may evict the lock's keys
-// (EvictionPolicyError). False for a server that is down, slow, paused or
+// (EvictionPolicyError), a Sentinel master name no sentinel knows
+// (UnknownMasterError). False for a server that is down, slow, paused or
 // resets plain clients on a TLS port: those may come right by themselves.
 bool is_setup_error(const std::exception& e) noexcept;
 

@@ -31,12 +31,22 @@ void check_tls(const Options& o) {
   const bool any = !t.ca_file.empty() || !t.ca_dir.empty() || !t.cert_file.empty() || !t.server_name.empty() ||
                    t.insecure_skip_verify_testing_only || t.min_version != TlsVersion::v1_2;
   if (any && !parse_url(o.url).tls)
-    throw BadOption("Options::tls", "TLS options are set but Options::url is not rediss://");
+    throw BadOption("Options::tls", "TLS options are set but Options::url is not rediss:// or rediss-sentinel://");
+}
+
+void check_sentinel(const Options& o) {
+  const Address a = parse_address(o.url);
+  if (o.sentinel.tls && !(a.via_sentinel() && a.node.tls)) {
+    throw BadOption("Options::sentinel.tls", "set, but Options::url is not rediss-sentinel://");
+  }
+  if (!a.via_sentinel() && (!o.sentinel.user.empty() || !o.sentinel.password.empty())) {
+    throw BadOption("Options::sentinel", "credentials set, but Options::url is not a Sentinel URL (redis-sentinel://)");
+  }
 }
 
 Options validated(Options o) {
-  parse_url(o.url);
   check_tls(o);
+  check_sentinel(o);
   if (o.key_prefix.empty()) throw BadOption("Options::key_prefix", "must not be empty");
   if (o.key_prefix.size() > 128) throw BadOption("Options::key_prefix", "longer than 128 bytes");
   if (o.key_prefix.find_first_of("{}") != std::string::npos) {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "node/router.h"
 #include "node/server_calls.h"
@@ -20,6 +21,12 @@ void Heartbeat::start(Router& router) {
 void Heartbeat::poke() {
   std::lock_guard<std::mutex> lk(mu_);
   poke_ = true;
+  cv_.notify_all();
+}
+
+void Heartbeat::round_now() {
+  std::lock_guard<std::mutex> lk(mu_);
+  round_now_ = true;
   cv_.notify_all();
 }
 
@@ -64,9 +71,9 @@ void Heartbeat::loop(const std::shared_ptr<std::atomic<bool>>& stopped) {
 std::shared_ptr<void> Heartbeat::wait_for_round(SteadyTime& next) {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    const bool woken = cv_.wait_until(lk, next, [&] { return stopping_ || poke_; });
+    const bool woken = cv_.wait_until(lk, next, [&] { return stopping_ || poke_ || round_now_; });
     if (stopping_) return nullptr;
-    if (!woken) return owner_.pin();
+    if (!woken || std::exchange(round_now_, false)) return owner_.pin();
     poke_ = false;
     next = std::min(next, steady_clock::now() + registry_.heartbeat_period());
   }

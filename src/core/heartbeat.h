@@ -56,6 +56,9 @@ class Heartbeat {
   void start(Router& router);
   // The period may have shortened: the next round may be due sooner.
   void poke();
+  // A round now (the master changed: every holder and waiter learns where
+  // it stands at once, not at the next period).
+  void round_now();
   // No round starts after this; true the first time.
   bool halt() noexcept;
   // Halts, then joins the thread (on its own thread, a callback: detached,
@@ -83,6 +86,7 @@ class Heartbeat {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool poke_ = false;
+  bool round_now_ = false;
   // Overrunning rounds are logged at most once per kOverrunWarningEvery
   // (touched by the heartbeat thread only).
   static constexpr std::chrono::seconds kOverrunWarningEvery{30};

@@ -20,6 +20,7 @@ Session::Session(milliseconds liveness, Counters& counters, spdlog::logger& log)
 
 void Session::start(Router& router) {
   router_ = &router;
+  router.on_master_change([this] { heartbeat_.round_now(); });
   heartbeat_.start(router);
 }
 

@@ -4,6 +4,7 @@
 // calls wait at most command_timeout for each read or write; nothing outside
 // src/ sees a hiredis or OpenSSL type.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@ struct redisReader;
 namespace fairlock::detail {
 
 class TlsContext;
+class MasterLocator;
 
 // Where and how to connect.
 struct Target {
@@ -26,6 +28,9 @@ struct Target {
   std::shared_ptr<const TlsContext> tls;  // set for rediss://
   std::chrono::milliseconds connect_timeout;
   std::chrono::milliseconds command_timeout;
+  // Through Sentinel: asks where the master is (endpoint then has its
+  // credentials, db and TLS, not its host). Opened by open_connection().
+  std::shared_ptr<MasterLocator> locator = nullptr;
 };
 
 using Argv = std::vector<std::string_view>;
@@ -49,6 +54,11 @@ class Connection {
   std::vector<ReplyPtr> read_available();
   int fd() const { return stream_->fd(); }
   bool broken() const { return broken_; }
+  // Not to be used again (the server turned out not to be the master).
+  void discard() { broken_ = true; }
+  // Through Sentinel: the locator's generation when it was opened.
+  std::uint64_t generation() const { return generation_; }
+  void set_generation(std::uint64_t g) { generation_ = g; }
   // False when an idle connection was closed by the server meanwhile
   // (checked without blocking before the pool hands it out again).
   bool idle_and_open();
@@ -73,6 +83,7 @@ class Connection {
   std::string out_;
   bool broken_ = false;
   bool answered_ = false;  // a reply has arrived on this connection
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace fairlock::detail

@@ -5,6 +5,7 @@
 #include "base/retry_policy.h"
 #include "fairlock/errors.h"
 #include "net/call_deadline.h"
+#include "net/open_connection.h"
 
 namespace fairlock::detail {
 
@@ -47,6 +48,10 @@ std::unique_ptr<Connection> Pool::take() {
   while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
+    if (outdated(target_, *c)) {  // to a master that was replaced since: asks the sentinels again
+      --open_;
+      continue;
+    }
     if (c->idle_and_open()) return c;
     // Closed while idle (server restarted, CLIENT KILL): a command sent on
     // it would fail although the server is up. Open a fresh one instead.
@@ -61,7 +66,7 @@ std::unique_ptr<Connection> Pool::take() {
   ++open_;
   lk.unlock();
   try {
-    auto c = std::make_unique<Connection>(bounded(target_));
+    auto c = open_connection(bounded(target_));
     if (on_open_) on_open_(*c);
     reached_ = true;
     lk.lock();

@@ -108,17 +108,58 @@ Endpoint parse_tcp_url(std::string_view rest, bool tls) {
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
+// "host1:port1,host2:port2,...": the sentinels (port 26379 by default).
+std::vector<Endpoint> sentinel_list(std::string_view hosts, bool tls) {
+  std::vector<Endpoint> out;
+  for (;;) {
+    const auto comma = hosts.find(',');
+    Endpoint ep;
+    ep.tls = tls;
+    ep.port = 26379;
+    take_host_port(hosts.substr(0, comma), ep);
+    out.push_back(std::move(ep));
+    if (comma == std::string_view::npos) return out;
+    hosts = hosts.substr(comma + 1);
+  }
+}
+
+// After "redis-sentinel://": "[user:password@]hosts[/db]#master".
+Address parse_sentinel_url(std::string_view rest, bool tls) {
+  const auto hash = rest.rfind('#');
+  if (hash == std::string_view::npos || hash + 1 == rest.size()) {
+    bad_url("a Sentinel URL ends with #<master name> (e.g. redis-sentinel://host:26379#mymaster)");
+  }
+  Address a;
+  a.master_name = percent_decode(rest.substr(hash + 1));
+  a.node.tls = tls;
+  a.node.host.clear();
+  a.node.port = 0;
+  std::string_view where = take_credentials(rest.substr(0, hash), a.node);
+  auto slash = where.find('/');
+  if (slash != std::string_view::npos) {
+    std::string_view db = where.substr(slash + 1);
+    if (!db.empty()) a.node.db = parse_int(db, 0, 1 << 20, "db");
+  }
+  a.sentinels = sentinel_list(where.substr(0, slash), tls);
+  return a;
+}
+
 }  // namespace
 
 std::string Endpoint::where() const { return unix_socket ? path : host + ":" + std::to_string(port); }
 
-Endpoint parse_url(const std::string& url) {
+Address parse_address(const std::string& url) {
   constexpr std::string_view kRedis = "redis://", kRediss = "rediss://", kUnix = "unix://";
+  constexpr std::string_view kSentinel = "redis-sentinel://", kSentinelTls = "rediss-sentinel://";
   std::string_view u(url);
-  if (starts_with(u, kUnix)) return parse_unix_url(u.substr(kUnix.size()));
-  if (starts_with(u, kRedis)) return parse_tcp_url(u.substr(kRedis.size()), false);
-  if (starts_with(u, kRediss)) return parse_tcp_url(u.substr(kRediss.size()), true);
-  bad_url("must start with redis://, rediss:// or unix://");
+  if (starts_with(u, kUnix)) return Address{parse_unix_url(u.substr(kUnix.size())), {}, {}};
+  if (starts_with(u, kRedis)) return Address{parse_tcp_url(u.substr(kRedis.size()), false), {}, {}};
+  if (starts_with(u, kRediss)) return Address{parse_tcp_url(u.substr(kRediss.size()), true), {}, {}};
+  if (starts_with(u, kSentinel)) return parse_sentinel_url(u.substr(kSentinel.size()), false);
+  if (starts_with(u, kSentinelTls)) return parse_sentinel_url(u.substr(kSentinelTls.size()), true);
+  bad_url("must start with redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://");
 }
+
+Endpoint parse_url(const std::string& url) { return parse_address(url).node; }
 
 }  // namespace fairlock::detail

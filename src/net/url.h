@@ -1,6 +1,7 @@
 #pragma once
 // Where a server is: the parsed form of Options::url.
 #include <string>
+#include <vector>
 
 namespace fairlock::detail {
 
@@ -17,9 +18,24 @@ struct Endpoint {
   std::string where() const;
 };
 
+// Where the data lives: one server, or the master a set of sentinels names.
+struct Address {
+  // The server. Through Sentinel: the master's credentials, db and TLS
+  // (its host and port are asked of the sentinels).
+  Endpoint node;
+  std::vector<Endpoint> sentinels;  // empty unless through Sentinel
+  std::string master_name;
+  bool via_sentinel() const { return !sentinels.empty(); }
+};
+
 // Parses "redis://[user:password@]host:port[/db]", the same with
-// "rediss://" (TLS), and "unix:///path/redis.sock[?db=N]".
+// "rediss://" (TLS), "unix:///path/redis.sock[?db=N]", and
+// "redis-sentinel://[user:password@]host1:port1[,host2:port2...][/db]#master"
+// (or "rediss-sentinel://", TLS to the sentinels and the master; a
+// sentinel's port defaults to 26379).
 // Throws BadOption("Options::url", ...).
+Address parse_address(const std::string& url);
+// The server of a URL (through Sentinel: the master's settings, no host).
 Endpoint parse_url(const std::string& url);
 
 }  // namespace fairlock::detail

@@ -48,7 +48,8 @@ namespace fairlock {
 
 bool is_setup_error(const std::exception& e) noexcept {
   return detail::failure_of(e) == detail::CallFailure::wrong_setup ||
-         dynamic_cast<const EvictionPolicyError*>(&e) != nullptr || dynamic_cast<const AccessDenied*>(&e) != nullptr;
+         dynamic_cast<const EvictionPolicyError*>(&e) != nullptr || dynamic_cast<const AccessDenied*>(&e) != nullptr ||
+         dynamic_cast<const UnknownMasterError*>(&e) != nullptr;
 }
 
 }  // namespace fairlock

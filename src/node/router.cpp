@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "net/master_locator.h"
 #include "net/tls.h"
 #include "protocol/who.h"
 
@@ -10,12 +13,30 @@ namespace fairlock::detail {
 namespace {
 
 // One TLS context for every server of a client (null for plain URLs).
-std::shared_ptr<const TlsContext> tls_context_for(const Options& o, const Endpoint& ep, spdlog::logger& log) {
+std::shared_ptr<const TlsContext> tls_context_for(const TlsOptions& tls, const Endpoint& ep, spdlog::logger& log) {
   if (!ep.tls) return nullptr;
-  if (o.tls.insecure_skip_verify_testing_only) {
+  if (tls.insecure_skip_verify_testing_only) {
     log.warn("fairlock: TLS certificates are NOT verified (insecure_skip_verify_testing_only): for tests only");
   }
-  return std::make_shared<const TlsContext>(o.tls);
+  return std::make_shared<const TlsContext>(tls);
+}
+
+// How long one sentinel may take to connect and answer: short, so that a
+// sentinel that is down or stalled costs little before the next is asked.
+std::chrono::milliseconds sentinel_timeout(const Options& o) {
+  return std::min({o.connect_timeout, o.command_timeout, std::chrono::milliseconds(1000)});
+}
+
+// The locator of a Sentinel URL: the sentinels with their own credentials
+// and TLS settings (Options::sentinel), the master's name.
+std::shared_ptr<MasterLocator> locator_for(const Options& o, Address& a, spdlog::logger& log) {
+  SentinelConfig config{std::move(a.sentinels), a.master_name, nullptr, sentinel_timeout(o)};
+  for (Endpoint& s : config.sentinels) {
+    s.user = o.sentinel.user;
+    s.password = o.sentinel.password;
+  }
+  config.tls = tls_context_for(o.sentinel.tls ? *o.sentinel.tls : o.tls, a.node, log);
+  return std::make_shared<MasterLocator>(std::move(config), log);
 }
 
 ServerConfig server_config(const Options& o, const std::string& client_id) {
@@ -27,11 +48,14 @@ ServerConfig server_config(const Options& o, const std::string& client_id) {
                       who_expiry(o.liveness_ttl)};
 }
 
+// One server for every name: a standalone one, or a Sentinel set's master.
 class StandaloneRouter final : public Router {
  public:
   StandaloneRouter(Target target, const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
                    spdlog::logger& log)
-      : node_(std::move(target), server_config(o, wake_config.client_id), wake_config, sink, counters, log) {}
+      : node_(target, server_config(o, wake_config.client_id), wake_config, sink, counters, log) {
+    if (target.locator) target.locator->on_change([this] { master_changed(node_); });
+  }
   Node& for_keys(const Keys&) override { return node_; }
   void for_each(const std::function<void(Node&)>& f) override { f(node_); }
 
@@ -62,11 +86,27 @@ void Router::stop() noexcept {
   for_each([](Node& n) { n.wake.stop(); });
 }
 
+void Router::on_master_change(std::function<void()> f) {
+  std::lock_guard<std::mutex> lk(mu_);
+  on_master_change_ = std::move(f);
+}
+
+void Router::master_changed(Node& node) {
+  node.wake.reconnect();
+  std::function<void()> f;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    f = on_master_change_;
+  }
+  if (f) f();
+}
+
 std::unique_ptr<Router> make_router(const Options& o, const std::string& client_id, WakeSink& sink, Counters& counters,
                                     spdlog::logger& log) {
   WakeConfig wake{o.notify, o.key_prefix, client_id, o.connect_timeout, o.configure_keyspace_events};
-  Endpoint ep = parse_url(o.url);
-  Target target{ep, tls_context_for(o, ep, log), o.connect_timeout, o.command_timeout};
+  Address a = parse_address(o.url);
+  Target target{a.node, tls_context_for(o.tls, a.node, log), o.connect_timeout, o.command_timeout};
+  if (a.via_sentinel()) target.locator = locator_for(o, a, log);
   return std::make_unique<StandaloneRouter>(std::move(target), o, wake, sink, counters, log);
 }
 

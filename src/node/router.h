@@ -1,8 +1,10 @@
 #pragma once
-// Which server holds a name. Standalone today: one server for every name;
-// Sentinel and Cluster routers will be further implementations.
+// Which server holds a name. One server for every name today: a standalone
+// one, or the master of a Sentinel set (asked of the sentinels before each
+// new connection); a Cluster router will be a further implementation.
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/counters.h"
@@ -39,9 +41,21 @@ class Router {
   // the subscribers then connect in the background.
   Notify start();
   void stop() noexcept;
+  // Called when a server's master changed (Sentinel), after its wake
+  // subscriber was told to subscribe again; on the thread that found the
+  // change (any call's): it must not block. Set before any call starts.
+  void on_master_change(std::function<void()> f);
+
+ protected:
+  void master_changed(Node& node);
+
+ private:
+  std::mutex mu_;
+  std::function<void()> on_master_change_;  // guarded by mu_
 };
 
-// The router for Options::url (redis://, rediss:// or unix://).
+// The router for Options::url (redis://, rediss://, unix://,
+// redis-sentinel:// or rediss-sentinel://).
 std::unique_ptr<Router> make_router(const Options& o, const std::string& client_id, WakeSink& sink, Counters& counters,
                                     spdlog::logger& log);
 

@@ -4,6 +4,8 @@
 
 #include "fairlock/errors.h"
 #include "net/call_deadline.h"
+#include "net/master_locator.h"
+#include "net/open_connection.h"
 
 namespace fairlock::detail {
 
@@ -11,15 +13,22 @@ Server::Server(Target target, const ServerConfig& config, Counters& counters, sp
     : target_(std::move(target)),
       counters_(counters),
       registration_(config.who_key, config.who_value, config.who_expiry),
-      eviction_(target_.endpoint.where(), config.allow_evicting, log),
+      eviction_(where(), config.allow_evicting, log),
       scripts_(
           config.way, [this] { counters_.add(&Stats::script_reloads); },
           [this, &log](const std::string& why) {
-            log.warn("fairlock: {}: running the scripts by EVALSHA, not as functions ({})", target_.endpoint.where(),
-                     why);
+            log.warn("fairlock: {}: running the scripts by EVALSHA, not as functions ({})", where(), why);
           }),
       commands_(target_, config.pool_size, counters, log, [this](Connection& c) { eviction_.check(c); }),
       heartbeat_(target_, 1, counters, log, [this](Connection& c) { eviction_.check(c); }) {}
+
+std::string Server::where() const {
+  return target_.locator ? "the master of '" + target_.locator->master_name() + "'" : target_.endpoint.where();
+}
+
+bool Server::reached() const noexcept {
+  return commands_.reached() || heartbeat_.reached() || (target_.locator && target_.locator->named());
+}
 
 bool Server::open() {
   try {
@@ -53,7 +62,7 @@ ReplyPtr Server::run_one(ScriptCall call) {
 }
 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane) {
-  const auto run = [&](Connection& c) { return run_riding(c, calls); };
+  const auto run = [&](Connection& c) { return master_only(c, run_riding(c, calls)); };
   return lane == Lane::heartbeat ? heartbeat_.with(run) : commands_.with(run);
 }
 
@@ -71,15 +80,33 @@ std::vector<ReplyPtr> Server::run_riding(Connection& c, const std::vector<Script
 }
 
 ReplyPtr Server::command(const Argv& argv) {
-  ReplyPtr r = commands_.with([&](Connection& c) { return c.command(argv); });
+  ReplyPtr r = commands_.with([&](Connection& c) {
+    std::vector<ReplyPtr> one;
+    one.push_back(c.command(argv));
+    return std::move(master_only(c, std::move(one)).front());
+  });
   if (is_error(*r)) throw_reply_error(*r, argv.empty() ? "redis" : argv.front());
   return r;
 }
 
 std::vector<ReplyPtr> Server::pipeline(const std::vector<Argv>& commands) {
-  return commands_.with([&](Connection& c) { return c.pipeline(commands); });
+  return commands_.with([&](Connection& c) { return master_only(c, c.pipeline(commands)); });
 }
 
-std::unique_ptr<Connection> Server::connect() const { return std::make_unique<Connection>(target_); }
+// Replies of a master. One -READONLY means this server was demoted (a
+// failover): no write ran (none ran on a replica), the connection is not
+// used again, and NotMaster (nothing ran) has the call asked again, of the
+// master the sentinels name then.
+std::vector<ReplyPtr> Server::master_only(Connection& c, std::vector<ReplyPtr> replies) {
+  for (const ReplyPtr& r : replies) {
+    if (!is_error(*r) || reply_error(*r).substr(0, 8) != "READONLY") continue;
+    c.discard();
+    if (target_.locator) target_.locator->demoted();
+    throw NotMaster("redis: " + where() + " answered READONLY (demoted by a failover): asking for the master again");
+  }
+  return replies;
+}
+
+std::unique_ptr<Connection> Server::connect() const { return open_connection(target_); }
 
 }  // namespace fairlock::detail

@@ -60,11 +60,16 @@ class Server {
   // A connection of its own (the subscriber's).
   std::unique_ptr<Connection> connect() const;
   const Endpoint& endpoint() const { return target_.endpoint; }
-  // This client has opened a connection to it before (Pool::reached).
-  bool reached() const noexcept { return commands_.reached() || heartbeat_.reached(); }
+  // "host:port", or through Sentinel "the master of 'name'", for messages.
+  std::string where() const;
+  // This client has opened a connection to it before (Pool::reached), or,
+  // through Sentinel, a sentinel named its master: a failure to connect is
+  // then the server going away (a failover under way), which waits ride out.
+  bool reached() const noexcept;
 
  private:
   std::vector<ReplyPtr> run_riding(Connection& c, const std::vector<ScriptCall>& calls);
+  std::vector<ReplyPtr> master_only(Connection& c, std::vector<ReplyPtr> replies);
   const Target target_;
   Counters& counters_;
   Registration registration_;

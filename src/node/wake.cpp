@@ -141,6 +141,11 @@ bool Wake::watch(const std::string& name, bool wait, const std::atomic<bool>* gi
   return confirmed_.count(channel) > 0;
 }
 
+void Wake::reconnect() {
+  reconnect_.store(true);
+  poke();
+}
+
 void Wake::nudge() {
   { std::lock_guard<std::mutex> lk(mu_); }  // a watcher between its check and its wait gets the notify
   cv_.notify_all();
@@ -245,6 +250,7 @@ void Wake::session(Connection& c) {
       ssize_t got = ::read(event_fd_, &v, sizeof v);
       (void)got;
       if (stopping_.load()) return;
+      if (reconnect_.exchange(false)) throw ConnectionError("the master changed");
       sync(c, sent);
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -66,6 +66,9 @@ class Wake {
   bool watch(const std::string& name, bool wait = true, const std::atomic<bool>* give_up = nullptr);
   // Has the threads waiting in watch() look at their give_up flag again.
   void nudge();
+  // The master changed (Sentinel): subscribe again, on the new one; the
+  // sink is told to recheck once subscribed (as after any reconnection).
+  void reconnect();
   // The name's wake channel is subscribed now.
   bool watching(const std::string& name);
   void unwatch(const std::string& name);
@@ -89,6 +92,7 @@ class Wake {
   const std::string wake_channel_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> signals_ok_{false};
+  std::atomic<bool> reconnect_{false};
   bool started_once_ = false;         // subscriber thread only
   std::exception_ptr first_failure_;  // of the subscriber's first try, if it failed (guarded by mu_)
   int event_fd_ = -1;

@@ -299,6 +299,18 @@ TEST(BadInput, Urls) {
       {"redis://127.0.0.1:" + port + "/16", Expect::ok, Expect::error},  // no such database
       {"redis://127.0.0.1:1", Expect::ok, Expect::error},                // nothing listens there
       {"unix:///nonexistent/fairlock.sock", Expect::ok, Expect::error},
+      {"redis-sentinel://127.0.0.1:26379", Expect::invalid_argument, Expect::ok},  // no #master
+      {"redis-sentinel://127.0.0.1:26379#", Expect::invalid_argument, Expect::ok},
+      {"redis-sentinel://#m", Expect::invalid_argument, Expect::ok},
+      {"redis-sentinel://127.0.0.1:1,#m", Expect::invalid_argument, Expect::ok},  // an empty host
+      {"redis-sentinel://127.0.0.1:99999#m", Expect::invalid_argument, Expect::ok},
+      {"redis-sentinel://127.0.0.1:1/x#m", Expect::invalid_argument, Expect::ok},
+      {"sentinel://127.0.0.1:26379#m", Expect::invalid_argument, Expect::ok},
+      // nothing listens there: the constructor goes on (as for a server
+      // down now), the call fails typed
+      {"redis-sentinel://127.0.0.1:1,127.0.0.1:2#m", Expect::ok, Expect::error},
+      // a sentinel-less port that answers: no SENTINEL command there
+      {"redis-sentinel://127.0.0.1:" + port + "#m", Expect::ok, Expect::error},
   };
   for (const auto& c : cases) {
     ++g_inputs;

@@ -207,11 +207,12 @@ std::string description_of(const Args& a) {
 fairlock::Options client_options(const Args& a, fairlock::Notify notify) {
   fairlock::Options o;
   o.url = a.url;
-  if (a.use_tls && o.url.rfind("redis://", 0) == 0) o.url.insert(5, "s");
-  const bool tls = o.url.rfind("rediss://", 0) == 0;
+  const bool plain = o.url.rfind("redis://", 0) == 0 || o.url.rfind("redis-sentinel://", 0) == 0;
+  if (a.use_tls && plain) o.url.insert(5, "s");
+  const bool tls = o.url.rfind("rediss://", 0) == 0 || o.url.rfind("rediss-sentinel://", 0) == 0;
   if (tls) o.tls = a.tls;  // (environment defaults do not apply to plain URLs)
-  if (!tls && a.use_tls) throw UsageError("--tls needs a redis:// URL (it is " + a.url + ")");
-  if (!tls && a.tls_flags) throw UsageError("TLS options need a rediss:// URL or --tls");
+  if (!tls && a.use_tls) throw UsageError("--tls needs a redis:// or redis-sentinel:// URL (it is " + a.url + ")");
+  if (!tls && a.tls_flags) throw UsageError("TLS options need a rediss:// or rediss-sentinel:// URL, or --tls");
   o.key_prefix = a.prefix;
   o.notify = notify;
   o.allow_evicting_server = a.allow_evicting;

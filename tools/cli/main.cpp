@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   } catch (const fairlock::EvictionPolicyError& e) {
     std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
     return kConfig;
+  } catch (const fairlock::UnknownMasterError& e) {
+    std::fprintf(stderr, "fairlock: %s\n", e.what());
+    return kConfig;
   } catch (const fairlock::AccessDenied& e) {
     std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
     return kAccessDenied;

@@ -81,8 +81,10 @@ Exit status: 0 evicted; status 1 no such holder or waiter (or not a token);
 
 const char* const kGlobalHelp = R"(
 Global options (before or after the subcommand's name, before NAME):
-  -u, --url URL   redis://[user:password@]host:port[/db], rediss://... (TLS)
-                  or unix:///path
+  -u, --url URL   redis://[user:password@]host:port[/db], rediss://... (TLS),
+                  unix:///path, or through Sentinel
+                  redis-sentinel://host1:26379[,host2:26379...][/db]#master
+                  (rediss-sentinel://... for TLS)
                   (default: $FAIRLOCK_URL, else redis://127.0.0.1:6379)
   --prefix P      key prefix (default: fairlock)
   --allow-evicting-server

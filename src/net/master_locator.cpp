@@ -1,0 +1,117 @@
+#include "net/master_locator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "fairlock/errors.h"
+#include "net/connection.h"
+#include "net/reply.h"
+
+namespace fairlock::detail {
+
+bool same_address(const Endpoint& a, const Endpoint& b) { return a.host == b.host && a.port == b.port; }
+
+namespace {
+
+bool listed(const std::vector<Endpoint>& list, const Endpoint& ep) {
+  return std::any_of(list.begin(), list.end(), [&](const Endpoint& e) { return same_address(e, ep); });
+}
+
+}  // namespace
+
+MasterLocator::MasterLocator(SentinelConfig config, spdlog::logger& log)
+    : config_(std::move(config)), log_(log), order_(config_.sentinels) {}
+
+// SENTINEL get-master-addr-by-name: the master's host and port, or nothing
+// when this sentinel knows no master of that name.
+std::optional<Endpoint> MasterLocator::ask(const Endpoint& sentinel) {
+  Connection c(Target{sentinel, config_.tls, config_.timeout, config_.timeout});
+  ReplyPtr r = c.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
+  if (is_error(*r)) throw_reply_error(*r, "SENTINEL get-master-addr-by-name");
+  if (is_nil(*r) || !is_array(*r) || reply_size(*r) != 2) return std::nullopt;
+  Endpoint master;
+  master.host = std::string(reply_string(reply_at(*r, 0)));
+  const std::string port(reply_string(reply_at(*r, 1)));
+  try {
+    master.port = std::stoi(port);
+  } catch (const std::exception&) {
+    throw ServerError("sentinel: " + sentinel.where() + " named a master with port '" + port + "'");
+  }
+  return master;
+}
+
+void MasterLocator::move_to_front(std::size_t i) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (i < order_.size())
+    std::rotate(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(i),
+                order_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+}
+
+void MasterLocator::remember(const Endpoint& master) {
+  bool changed = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    changed = last_known_ && !same_address(*last_known_, master);
+    last_known_ = master;
+  }
+  if (!changed) return;
+  ++generation_;
+  log_.warn("fairlock: sentinel: the master of '{}' is now {}", config_.master_name, master.where());
+  if (on_change_) on_change_();
+}
+
+void MasterLocator::demoted() { ++generation_; }
+
+std::string MasterLocator::sentinel_list() const {
+  std::string out;
+  for (const auto& s : config_.sentinels) out += (out.empty() ? "" : ",") + s.where();
+  return out;
+}
+
+Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& excluded) {
+  std::vector<Endpoint> order;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    order = order_;
+  }
+  bool answered = false, named = false;
+  std::string failures;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    try {
+      std::optional<Endpoint> master = ask(order[i]);
+      answered = true;
+      if (!master) continue;
+      named = true;
+      named_.store(true);
+      if (listed(excluded, *master)) continue;
+      move_to_front(i);
+      remember(*master);
+      node.host = master->host;
+      node.port = master->port;
+      return node;
+    } catch (const AccessDenied&) {
+      throw;
+    } catch (const Error& e) {
+      failures += std::string(failures.empty() ? "" : "; ") + order[i].where() + ": " + e.what();
+    }
+  }
+  if (answered && !named) {
+    throw UnknownMasterError("sentinel: none of " + sentinel_list() + " knows a master named '" + config_.master_name +
+                             "' (SENTINEL get-master-addr-by-name)");
+  }
+  std::optional<Endpoint> last;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    last = last_known_;
+  }
+  if (last && !listed(excluded, *last)) {
+    node.host = last->host;
+    node.port = last->port;
+    return node;
+  }
+  throw NotConnected("sentinel: none of " + sentinel_list() + " named a master of '" + config_.master_name +
+                     "' that answers" + (failures.empty() ? "" : " (" + failures + ")"));
+}
+
+}  // namespace fairlock::detail

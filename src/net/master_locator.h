@@ -1,0 +1,85 @@
+#pragma once
+// Which server is the master now, asked of a set of sentinels the way the
+// Sentinel client guidelines say: the sentinels in turn, each with a short
+// timeout, the one that answered moved to the front; asked again before
+// every new connection (net/open_connection.h), whose ROLE then confirms it.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/socket.h"
+#include "net/url.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace fairlock::detail {
+
+class TlsContext;
+
+// The server a sentinel named is not the master (ROLE says otherwise), or
+// a master answered a write with -READONLY (it was demoted): nothing ran.
+class NotMaster : public NotConnected {
+ public:
+  using NotConnected::NotConnected;
+};
+
+struct SentinelConfig {
+  std::vector<Endpoint> sentinels;  // with the sentinels' credentials and TLS
+  std::string master_name;
+  std::shared_ptr<const TlsContext> tls;  // for rediss-sentinel://
+  std::chrono::milliseconds timeout;      // of one sentinel's connection and answer
+};
+
+class MasterLocator {
+ public:
+  MasterLocator(SentinelConfig config, spdlog::logger& log);
+
+  // The master's host and port in `node` (its credentials, db and TLS kept),
+  // from the first sentinel that names one not in `excluded` (addresses
+  // found not to be the master); when no sentinel answers, the master known
+  // last, unless excluded. Throws UnknownMasterError when every sentinel
+  // that answered knows no master of that name, NotConnected when none
+  // answered and no master is known, AccessDenied when a sentinel refuses
+  // the credentials.
+  Endpoint locate(Endpoint node, const std::vector<Endpoint>& excluded);
+  // Changes whenever the master may have changed (its address did, or one
+  // answered -READONLY): a connection opened before is not used again.
+  std::uint64_t generation() const { return generation_.load(); }
+  // A connection to the master answered -READONLY: it was demoted.
+  void demoted();
+  // Called (once per change, on the thread that found it) when the master's
+  // address changed. Set before any connection is opened.
+  void on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  const std::string& master_name() const { return config_.master_name; }
+  // A sentinel has named a master (the set exists: a master that cannot be
+  // reached now is a failover under way).
+  bool named() const noexcept { return named_.load(); }
+
+ private:
+  std::optional<Endpoint> ask(const Endpoint& sentinel);
+  void move_to_front(std::size_t i);
+  void remember(const Endpoint& master);
+  std::string sentinel_list() const;
+
+  const SentinelConfig config_;
+  spdlog::logger& log_;
+  std::function<void()> on_change_;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<bool> named_{false};
+  std::mutex mu_;
+  std::vector<Endpoint> order_;         // the sentinels, the last to answer first
+  std::optional<Endpoint> last_known_;  // host and port of the master last named
+};
+
+// Same host and port.
+bool same_address(const Endpoint& a, const Endpoint& b);
+
+}  // namespace fairlock::detail

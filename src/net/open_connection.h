@@ -1,0 +1,19 @@
+#pragma once
+// Opening a connection to a target: its fixed server, or, through Sentinel,
+// the master the sentinels name now, confirmed by ROLE.
+#include <memory>
+
+#include "net/connection.h"
+
+namespace fairlock::detail {
+
+// Throws what Connection's constructor throws, and (through Sentinel) what
+// MasterLocator::locate throws, or NotMaster when no address named was the
+// master (a failover under way).
+std::unique_ptr<Connection> open_connection(const Target& t);
+
+// Through Sentinel, a connection opened before the master last changed
+// (MasterLocator::generation) is not used again.
+bool outdated(const Target& t, const Connection& c);
+
+}  // namespace fairlock::detail
