@@ -204,18 +204,21 @@ class RawParticipant {
 class Scenario {
  public:
   Scenario(test::RedisServer& server, const std::string& base)
-      : server_(server), ev_(ev_key(base)), rec_(recorder().port()) {}
+      : server_(&server), url_(server.url()), ev_(ev_key(base)), rec_(recorder().port()) {}
+  // Workers reach the lock server by `url` (a Sentinel set's, say): no one
+  // server to log or inspect (server(), start_log(), roles() need one).
+  Scenario(std::string url, const std::string& base) : url_(std::move(url)), ev_(ev_key(base)), rec_(recorder().port()) {}
 
-  test::RedisServer& server() { return server_; }
+  test::RedisServer& server() { return *server_; }
   const std::string& ev() const { return ev_; }
   Rec& rec() { return rec_; }
   Micros now() { return rec_.time_us(); }
 
-  void start_log() { log_ = std::make_unique<ServerLog>(server_.port()); }
+  void start_log() { log_ = std::make_unique<ServerLog>(server_->port()); }
   ServerLog* log() { return log_.get(); }
 
   std::vector<std::string> args(const std::string& wid, const std::vector<std::string>& extra) {
-    std::vector<std::string> a = {"url=" + server_.url(), "rec=" + std::to_string(recorder().port()), "ev=" + ev_,
+    std::vector<std::string> a = {"url=" + url_, "rec=" + std::to_string(recorder().port()), "ev=" + ev_,
                                   "wid=" + wid};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
@@ -257,7 +260,7 @@ class Scenario {
   Roles roles(const std::vector<std::string>& names) {
     Roles r;
     auto by_cid = wid_by_cid();
-    for (auto& e : entries_of(server_, names, "")) {
+    for (auto& e : entries_of(*server_, names, "")) {
       if (e.suffix == "w") continue;
       auto it = by_cid.find(e.member.substr(1, e.member.find(':') - 1));
       if (it == by_cid.end() || !proc(it->second).running()) continue;
@@ -356,7 +359,8 @@ class Scenario {
   int faults() const { return faults_; }
 
  private:
-  test::RedisServer& server_;
+  test::RedisServer* server_ = nullptr;
+  std::string url_;
   std::string ev_;
   Rec rec_;
   std::unique_ptr<ServerLog> log_;

@@ -20,6 +20,7 @@
 //                        its handle or the object cancelled from another thread
 //                        at random), asyncfor (lock_async with a deadline) and
 //                        future (lock_future with a deadline)
+//     sync=N             Options::sync_replicas (N replicas acknowledge each grant)
 //     shared=PCT         a PCT% chance that an operation uses the process's one
 //                        object for the name, shared by all its threads (a wait
 //                        refused there with std::logic_error is outcome "inuse")
@@ -89,6 +90,7 @@ struct Config {
   bool renew = true;
   bool functions = true;
   long shared_pct = 0;
+  int sync_replicas = 0;
   unsigned long long seed = 1;
   std::vector<std::pair<std::string, int>> ops{{"lock", 4}, {"for", 3}, {"try", 1}, {"cancel", 1}};
 };
@@ -129,6 +131,7 @@ Config parse(int argc, char** argv) {
     else if (k == "renew") c.renew = v != "0";
     else if (k == "scripts") c.functions = v != "evalsha";
     else if (k == "shared") c.shared_pct = std::atol(v.c_str());
+    else if (k == "sync") c.sync_replicas = std::atoi(v.c_str());
     else if (k == "seed") c.seed = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "long_hold") {
       auto colon = v.find(':');
@@ -189,6 +192,9 @@ std::string kind_of(const std::exception_ptr& e, std::string& msg, bool read_mes
   } catch (const Cancelled& x) {
     text(x);
     return "cancelled";
+  } catch (const NotReplicatedError& x) {
+    text(x);
+    return "notrepl";
   } catch (const PermitsMismatch& x) {
     text(x);
     return "permits";
@@ -281,6 +287,7 @@ class Worker {
     o.notify = cfg.notify == "poll" ? Notify::poll : cfg.notify == "keyspace" ? Notify::keyspace : Notify::publish;
     o.configure_keyspace_events = true;
     o.use_functions = cfg.functions;
+    o.sync_replicas = cfg.sync_replicas;
     client_ = std::make_unique<Client>(o);
     shared_.rpush(cfg.ev, "S " + cfg.wid + " " + std::to_string(::getpid()) + " " + client_->id() + " " +
                               std::to_string(shared_.time_us()));
