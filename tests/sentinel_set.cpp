@@ -67,6 +67,19 @@ const Fields* row_with_port(const std::vector<Fields>& rows, int port) {
   return nullptr;
 }
 
+// Flags of another sentinel that is up and linked. Not "master_down": that
+// is its vote that the previous master was down, which stays up to 5 s after
+// a failover (Sentinel drops a vote after 5 ask periods).
+bool healthy_sentinel(const std::string& flags) {
+  std::istringstream in(flags);
+  bool sentinel = false;
+  for (std::string f; std::getline(in, f, ',');) {
+    if (f == "s_down" || f == "o_down" || f == "disconnected") return false;
+    sentinel = sentinel || f == "sentinel";
+  }
+  return sentinel;
+}
+
 ms left(Clock::time_point end) { return std::chrono::duration_cast<ms>(end - Clock::now()); }
 
 std::string log_tail(const std::string& file, size_t lines) {
@@ -119,13 +132,25 @@ std::vector<std::string> SentinelSet::data_args(int replica_of) const {
 void SentinelSet::start_nodes(Clock::time_point end) {
   nodes_.push_back(std::make_unique<RedisServer>(data_args(-1), tls_port()));
   for (int i = 1; i < kNodes; ++i) nodes_.push_back(std::make_unique<RedisServer>(data_args(0), tls_port()));
+  poll_until(
+      "first sync of the replicas", [this] { return replicas_not_online(0); }, end);
+}
+
+// "" when every other node is an online replica of node m (its INFO says so).
+std::string SentinelSet::replicas_not_online(int m) const {
+  std::string info = ask(nodes_[m]->port(), {"INFO", "replication"});
+  for (int i = 0; i < kNodes; ++i)
+    if (i != m && info.find(",port=" + std::to_string(data_port(i)) + ",state=online") == std::string::npos)
+      return "node " + std::to_string(i) + " is not an online replica of node " + std::to_string(m);
+  return "";
+}
+
+void SentinelSet::poll_until(const std::string& what, const std::function<std::string()>& state,
+                             Clock::time_point end) const {
   for (;;) {
-    std::string info = ask(node(0).port(), {"INFO", "replication"});
-    bool online = true;
-    for (int i = 1; i < kNodes; ++i)
-      online = online && info.find(",port=" + std::to_string(data_port(i)) + ",state=online") != std::string::npos;
-    if (online) return;
-    if (Clock::now() > end) time_out("the replicas' first sync", info);
+    std::string missing = state();
+    if (missing.empty()) return;
+    if (Clock::now() > end) time_out(what, missing);
     std::this_thread::sleep_for(kPoll);
   }
 }
@@ -165,60 +190,53 @@ int SentinelSet::index_of(int port) const {
   return -1;
 }
 
-// What each sentinel names as the master's port; -1 where it does not answer.
-std::vector<int> SentinelSet::reported_master_ports() const {
+// The master's port as sentinel s names it; -1 if it does not answer.
+int SentinelSet::named_master_port(int s) const {
+  std::string a = ask(sentinels_[s]->port(), {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", o_.master_name});
+  return a.rfind("127.0.0.1\n", 0) == 0 ? std::atoi(a.c_str() + a.find('\n') + 1) : -1;
+}
+
+std::vector<int> SentinelSet::named_master_ports() const {
   std::vector<int> ports;
-  for (const auto& s : sentinels_) {
-    std::string a = ask(s->port(), {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", o_.master_name});
-    auto nl = a.find('\n');
-    ports.push_back(a.rfind("127.0.0.1\n", 0) == 0 ? std::atoi(a.c_str() + nl + 1) : -1);
-  }
+  for (int s = 0; s < kSentinels; ++s) ports.push_back(named_master_port(s));
   return ports;
 }
 
 int SentinelSet::master_port() const {
-  for (const auto& s : sentinels_) {
-    std::string a = ask(s->port(), {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", o_.master_name});
-    if (a.rfind("127.0.0.1\n", 0) == 0) return std::atoi(a.c_str() + a.find('\n') + 1);
-  }
+  for (int s = 0; s < kSentinels; ++s)
+    if (int p = named_master_port(s); p >= 0) return p;
   throw std::runtime_error("no sentinel names the master " + o_.master_name);
 }
 
 int SentinelSet::master_index() const { return index_of(master_port()); }
 
 // Until the sentinels that answer (at least a quorum) agree on a master other
-// than node `old` and it answers ROLE master; returns the time from t0 to the
-// first poll at which one sentinel named it and it answered so.
-SentinelSet::ms SentinelSet::wait_new_master(int old, Clock::time_point t0, Clock::time_point end) const {
+// than node `old` and it answers ROLE master.
+SentinelSet::NewMaster SentinelSet::wait_new_master(int old, Clock::time_point t0, Clock::time_point end) const {
   std::optional<ms> first;
-  for (;;) {
-    const std::vector<int> ports = reported_master_ports();
-    std::map<int, bool> promoted;  // named port -> a node other than `old` that answers ROLE master
-    for (int p : ports) {
-      const int i = index_of(p);
-      if (p >= 0 && !promoted.count(p)) promoted[p] = i >= 0 && i != old && role(nodes_[i]->port()) == "master";
-    }
-    int answered = 0;
-    for (int p : ports) {
-      if (p < 0) continue;
-      ++answered;
-      if (promoted[p] && !first) first = std::chrono::duration_cast<ms>(Clock::now() - t0);
-    }
-    const bool agree = promoted.size() == 1 && promoted.begin()->second;
-    if (first && agree && answered >= kQuorum) return *first;
-    if (Clock::now() > end) time_out("a new master after node " + std::to_string(old), unsettled());
-    std::this_thread::sleep_for(kPoll);
-  }
+  int index = -1;
+  poll_until(
+      "new master after node " + std::to_string(old),
+      [&] {
+        std::string named;
+        std::map<int, bool> promoted;  // named port -> a node other than `old` that answers ROLE master
+        for (int p : named_master_ports()) {
+          named += " " + std::to_string(p);
+          if (p < 0 || promoted.count(p)) continue;
+          index = index_of(p);
+          promoted[p] = index >= 0 && index != old && role(nodes_[index]->port()) == "master";
+          if (promoted[p] && !first) first = std::chrono::duration_cast<ms>(Clock::now() - t0);
+        }
+        const bool agreed = promoted.size() == 1 && promoted.begin()->second && named.find("-1") == std::string::npos;
+        return agreed ? "" : "the sentinels name ports" + named;
+      },
+      end);
+  return {index, *first};
 }
 
 void SentinelSet::wait_settled(ms limit) const {
-  const auto end = Clock::now() + limit;
-  for (;;) {
-    std::string why = unsettled();
-    if (why.empty()) return;
-    if (Clock::now() > end) time_out("a settled set", why);
-    std::this_thread::sleep_for(kPoll);
-  }
+  poll_until(
+      "settled set", [this] { return unsettled(); }, Clock::now() + limit);
 }
 
 // "" when every process is up, the sentinels agree on a master that answers
@@ -229,7 +247,7 @@ std::string SentinelSet::unsettled() const {
     if (!nodes_[i]->up()) return "node " + std::to_string(i) + " is down";
   for (int i = 0; i < kSentinels; ++i)
     if (!sentinels_[i]->up()) return "sentinel " + std::to_string(i) + " is down";
-  const std::vector<int> ports = reported_master_ports();
+  const std::vector<int> ports = named_master_ports();
   for (int s = 0; s < kSentinels; ++s)
     if (ports[s] != ports[0] || ports[s] < 0)
       return "sentinel " + std::to_string(s) + " names port " + std::to_string(ports[s]) + ", sentinel 0 port " +
@@ -237,10 +255,7 @@ std::string SentinelSet::unsettled() const {
   const int m = index_of(ports[0]);
   if (m < 0) return "the sentinels name port " + std::to_string(ports[0]) + ", no node's";
   if (role(nodes_[m]->port()) != "master") return "node " + std::to_string(m) + " is not ROLE master";
-  std::string info = ask(nodes_[m]->port(), {"INFO", "replication"});
-  for (int i = 0; i < kNodes; ++i)
-    if (i != m && info.find(",port=" + std::to_string(data_port(i)) + ",state=online") == std::string::npos)
-      return "node " + std::to_string(i) + " is not an online replica of node " + std::to_string(m);
+  if (std::string why = replicas_not_online(m); !why.empty()) return why;
   for (int s = 0; s < kSentinels; ++s) {
     std::string why = unsettled_sentinel(s, m);
     if (!why.empty()) return "sentinel " + std::to_string(s) + ": " + why;
@@ -265,8 +280,8 @@ std::string SentinelSet::unsettled_sentinel(int s, int m) const {
   const auto others = ask_table(port, {"SENTINEL", "SENTINELS", o_.master_name});
   for (int t = 0; t < kSentinels; ++t) {
     const Fields* r = row_with_port(others, sentinel_port(t));
-    if (t != s && (!r || r->at("flags") != "sentinel"))
-      return "it does not see sentinel " + std::to_string(t) + " healthy";
+    if (t != s && (!r || !healthy_sentinel(r->at("flags"))))
+      return "it does not see sentinel " + std::to_string(t) + " healthy (" + (r ? r->at("flags") : "unknown") + ")";
   }
   return "";
 }
@@ -283,19 +298,24 @@ SentinelSet::ms SentinelSet::kill_master_and_wait_failover(ms limit) {
   const int old = master_index();
   const auto t0 = Clock::now();
   node(old).kill();
-  const ms took = wait_new_master(old, t0, end);
-  node(old).restart(data_args(master_index()));
+  const NewMaster now = wait_new_master(old, t0, end);
+  node(old).restart(data_args(now.index));
   wait_settled(left(end));
-  return took;
+  return now.took;
 }
 
 SentinelSet::ms SentinelSet::failover_coordinated(ms limit) {
   const auto end = Clock::now() + limit;
   const int old = master_index();
   const auto t0 = Clock::now();
-  std::string ok = ask(sentinels_[0]->port(), {"SENTINEL", "FAILOVER", o_.master_name});
+  std::string ok = "ERR:no sentinel up";
+  for (const auto& s : sentinels_) {
+    if (!s->up()) continue;
+    ok = ask(s->port(), {"SENTINEL", "FAILOVER", o_.master_name});
+    break;
+  }
   if (ok != "OK") throw std::runtime_error("SENTINEL FAILOVER: " + ok);
-  const ms took = wait_new_master(old, t0, end);
+  const ms took = wait_new_master(old, t0, end).took;
   wait_settled(left(end));
   return took;
 }
@@ -306,7 +326,7 @@ SentinelSet::ms SentinelSet::pause_master(ms limit) {
   const auto t0 = Clock::now();
   node(old).pause();
   paused_ = old;
-  return wait_new_master(old, t0, end);
+  return wait_new_master(old, t0, end).took;
 }
 
 SentinelSet::ms SentinelSet::resume_old_master(ms limit) {
@@ -316,10 +336,9 @@ SentinelSet::ms SentinelSet::resume_old_master(ms limit) {
   paused_ = -1;
   node(old).resume();
   const auto t0 = Clock::now();
-  while (role(node(old).port()) != "slave") {
-    if (Clock::now() > end) time_out("demotion of node " + std::to_string(old), unsettled());
-    std::this_thread::sleep_for(kPoll);
-  }
+  poll_until(
+      "demotion of node " + std::to_string(old),
+      [&] { return role(node(old).port()) == "slave" ? "" : "it answers ROLE " + role(node(old).port()); }, end);
   const ms took = std::chrono::duration_cast<ms>(Clock::now() - t0);
   wait_settled(left(end));
   return took;

@@ -13,6 +13,7 @@
 // other by their TLS ports, and url() names the sentinels' TLS ports. The
 // plain ports stay for the harness's own checks (RedisServer::cmd).
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,8 +96,16 @@ class SentinelSet {
   void start_sentinels();
   std::string sentinel_config() const;
   int index_of(int data_port) const;
-  std::vector<int> reported_master_ports() const;
-  ms wait_new_master(int old, Clock::time_point t0, Clock::time_point end) const;
+  int named_master_port(int sentinel) const;
+  std::vector<int> named_master_ports() const;
+  std::string replicas_not_online(int master) const;
+  // Polls `state` ("" when done, else what is missing) until done; throws if not done by `end`.
+  void poll_until(const std::string& what, const std::function<std::string()>& state, Clock::time_point end) const;
+  struct NewMaster {
+    int index;  // of the node
+    ms took;    // from t0 to the first poll at which a sentinel named it and it answered ROLE master
+  };
+  NewMaster wait_new_master(int old, Clock::time_point t0, Clock::time_point end) const;
   std::string unsettled() const;
   std::string unsettled_sentinel(int s, int master) const;
   [[noreturn]] void time_out(const std::string& what, const std::string& state) const;
