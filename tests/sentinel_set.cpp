@@ -287,7 +287,10 @@ std::string SentinelSet::unsettled_sentinel(int s, int m) const {
 }
 
 void SentinelSet::time_out(const std::string& what, const std::string& state) const {
-  std::string msg = "SentinelSet: no " + what + " in time (" + state + ")";
+  std::string msg = "SentinelSet: no " + what + " in time (" + state + ")\n  data ports of the nodes:";
+  for (size_t i = 0; i < nodes_.size(); ++i) msg += " " + std::to_string(data_port(static_cast<int>(i)));
+  msg += "; sentinels' ports:";
+  for (size_t i = 0; i < sentinels_.size(); ++i) msg += " " + std::to_string(sentinel_port(static_cast<int>(i)));
   for (size_t i = 0; i < sentinels_.size(); ++i)
     msg += "\n  sentinel " + std::to_string(i) + " log:\n" + log_tail(sentinels_[i]->log_file(), 12);
   throw std::runtime_error(msg);

@@ -5,9 +5,11 @@
 // over TLS, and leaves nothing behind.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "sentinel_set.h"
@@ -58,6 +60,18 @@ void expect_failover_time(ms took) {
   EXPECT_LT(took, kFailoverBound);
 }
 
+// After a failover (the master is no longer node 0, the one in the config
+// file written at the start), a sentinel restarted from the config it
+// rewrote names the master of now, and the set settles with it.
+void expect_restarted_sentinel_knows_the_master(SentinelSet& set) {
+  ASSERT_NE(set.master_index(), 0);
+  set.sentinel(1).kill();
+  set.sentinel(1).restart();
+  EXPECT_EQ(set.sentinel(1).cmd({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "fl"}),
+            "127.0.0.1\n" + std::to_string(set.data_port(set.master_index())));
+  set.wait_settled();
+}
+
 TEST(SentinelSet, StartsWithEverySentinelKnowingTheWholeSetAndLeavesNothing) {
   std::vector<pid_t> pids;
   std::vector<std::string> dirs;
@@ -88,6 +102,29 @@ TEST(SentinelSet, StartsWithEverySentinelKnowingTheWholeSetAndLeavesNothing) {
   for (const auto& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
 }
 
+// Redis processes that are children of this test process now.
+int redis_children() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(e.path() / "stat");
+    std::string pid, comm, state;
+    long ppid = 0;
+    if (stat >> pid >> comm >> state >> ppid && ppid == ::getpid() && comm.rfind("(redis", 0) == 0) ++n;
+  }
+  return n;
+}
+
+TEST(SentinelSet, NotReadyInTimeThrowsAndLeavesNoProcess) {
+  const int before = redis_children();
+  try {
+    SentinelSet set({}, 300ms);
+    ADD_FAILURE() << "ready in 300 ms";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("SentinelSet: no ", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(redis_children(), before);
+}
+
 TEST(SentinelSet, KillingTheMasterInARowMovesItAndKeepsTwoReplicas) {
   SentinelSet set;
   std::vector<long long> took;
@@ -98,6 +135,7 @@ TEST(SentinelSet, KillingTheMasterInARowMovesItAndKeepsTwoReplicas) {
     took.push_back(t.count());
     expect_failover_time(t);
     expect_moved_from(set, old);
+    if (k == 0) expect_restarted_sentinel_knows_the_master(set);
   }
   std::cout << "[ figures  ] " << took.size() << " kills: kill to new master " << p50_max(took) << "; "
             << since(t0).count() << " ms with the restarts\n";
