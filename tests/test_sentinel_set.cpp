@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "sentinel_set.h"
 #include "test_util.h"
@@ -161,6 +162,19 @@ TEST(SentinelSet, CoordinatedFailoverAndAStoppedMasterMoveIt) {
             << demoted.count() << " ms after SIGCONT\n";
 }
 
+// How many of s's clients (CLIENT LIST) have `what` in their line; -1 if
+// one of them lacks `port` (its local address) there.
+int links(const RedisServer& s, const std::string& what, const std::string& port) {
+  std::istringstream in(s.cmd({"CLIENT", "LIST"}));
+  int n = 0;
+  for (std::string l; std::getline(in, l);) {
+    if (l.find(what) == std::string::npos) continue;
+    if (l.find(port) == std::string::npos) return -1;
+    ++n;
+  }
+  return n;
+}
+
 TEST(SentinelSet, OverTlsStartsAndFailsOver) {
   SentinelSetOptions o;
   o.tls = true;
@@ -174,6 +188,13 @@ TEST(SentinelSet, OverTlsStartsAndFailsOver) {
   std::string others = set.sentinel(0).cmd({"SENTINEL", "SENTINELS", "fl"});
   EXPECT_NE(others.find("\nport\n" + std::to_string(set.sentinel(1).tls_port()) + "\n"), std::string::npos) << others;
   EXPECT_NE(others.find("\nport\n" + std::to_string(set.sentinel(2).tls_port()) + "\n"), std::string::npos) << others;
+  // Every sentinel link and replication link arrives on a TLS port.
+  const std::string tls_master = "laddr=127.0.0.1:" + std::to_string(set.node(0).tls_port()) + " ";
+  // (At least one of each kind: a sentinel's link may be reconnecting just now.)
+  EXPECT_GE(links(set.node(0), " name=sentinel-", tls_master), 1);
+  EXPECT_EQ(links(set.node(0), " flags=S ", tls_master), 2);  // the replicas
+  const std::string tls_sentinel = "laddr=127.0.0.1:" + std::to_string(set.sentinel(0).tls_port()) + " ";
+  EXPECT_GE(links(set.sentinel(0), " name=sentinel-", tls_sentinel), 1);  // the other sentinels
   expect_writes_replicated(set);
   const int old = set.master_index();
   const ms took = set.kill_master_and_wait_failover();
