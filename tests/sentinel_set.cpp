@@ -181,8 +181,10 @@ std::string SentinelSet::url() const {
   return u + "#" + o_.master_name;
 }
 
-int SentinelSet::data_port(int i) const { return o_.tls ? nodes_.at(i)->tls_port() : nodes_.at(i)->port(); }
-int SentinelSet::sentinel_port(int i) const { return o_.tls ? sentinels_.at(i)->tls_port() : sentinels_.at(i)->port(); }
+int SentinelSet::data_port(int node) const { return o_.tls ? nodes_.at(node)->tls_port() : nodes_.at(node)->port(); }
+int SentinelSet::sentinel_port(int sentinel) const {
+  return o_.tls ? sentinels_.at(sentinel)->tls_port() : sentinels_.at(sentinel)->port();
+}
 
 int SentinelSet::index_of(int port) const {
   for (int i = 0; i < kNodes; ++i)

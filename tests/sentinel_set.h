@@ -95,10 +95,10 @@ class SentinelSet {
   void start_nodes(Clock::time_point end);
   void start_sentinels();
   std::string sentinel_config() const;
-  int index_of(int data_port) const;
-  int named_master_port(int sentinel) const;
+  int index_of(int port) const;
+  int named_master_port(int s) const;
   std::vector<int> named_master_ports() const;
-  std::string replicas_not_online(int master) const;
+  std::string replicas_not_online(int m) const;
   // Polls `state` ("" when done, else what is missing) until done; throws if not done by `end`.
   void poll_until(const std::string& what, const std::function<std::string()>& state, Clock::time_point end) const;
   struct NewMaster {
@@ -107,7 +107,7 @@ class SentinelSet {
   };
   NewMaster wait_new_master(int old, Clock::time_point t0, Clock::time_point end) const;
   std::string unsettled() const;
-  std::string unsettled_sentinel(int s, int master) const;
+  std::string unsettled_sentinel(int s, int m) const;
   [[noreturn]] void time_out(const std::string& what, const std::string& state) const;
 
   SentinelSetOptions o_;
