@@ -192,8 +192,9 @@ int SentinelSet::index_of(int port) const {
   return -1;
 }
 
-// The master's port as sentinel s names it; -1 if it does not answer.
+// The master's port as sentinel s names it; -1 if it does not run or answer.
 int SentinelSet::named_master_port(int s) const {
+  if (!sentinels_[s]->up()) return -1;
   std::string a = ask(sentinels_[s]->port(), {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", o_.master_name});
   return a.rfind("127.0.0.1\n", 0) == 0 ? std::atoi(a.c_str() + a.find('\n') + 1) : -1;
 }
@@ -222,14 +223,17 @@ SentinelSet::NewMaster SentinelSet::wait_new_master(int old, Clock::time_point t
       [&] {
         std::string named;
         std::map<int, bool> promoted;  // named port -> a node other than `old` that answers ROLE master
+        int answered = 0;
         for (int p : named_master_ports()) {
           named += " " + std::to_string(p);
-          if (p < 0 || promoted.count(p)) continue;
+          if (p < 0) continue;
+          ++answered;
+          if (promoted.count(p)) continue;
           index = index_of(p);
           promoted[p] = index >= 0 && index != old && role(nodes_[index]->port()) == "master";
           if (promoted[p] && !first) first = std::chrono::duration_cast<ms>(Clock::now() - t0);
         }
-        const bool agreed = promoted.size() == 1 && promoted.begin()->second && named.find("-1") == std::string::npos;
+        const bool agreed = promoted.size() == 1 && promoted.begin()->second && answered >= kQuorum;
         return agreed ? "" : "the sentinels name ports" + named;
       },
       end);
@@ -237,29 +241,34 @@ SentinelSet::NewMaster SentinelSet::wait_new_master(int old, Clock::time_point t
 }
 
 void SentinelSet::wait_settled(ms limit) const {
+  int running = 0;
+  for (const auto& s : sentinels_) running += s->up() ? 1 : 0;
+  if (running < kQuorum) throw std::logic_error("SentinelSet: fewer than 2 sentinels run");
+  for (int i = 0; i < kNodes; ++i)
+    if (!nodes_[i]->up()) throw std::logic_error("SentinelSet: node " + std::to_string(i) + " is down");
   poll_until(
       "settled set", [this] { return unsettled(); }, Clock::now() + limit);
 }
 
-// "" when every process is up, the sentinels agree on a master that answers
-// ROLE master with both other nodes online replicas, and every sentinel sees
-// all of it; otherwise the first thing that is not so.
+// "" when the sentinels that run agree on a master that answers ROLE master
+// with both other nodes online replicas, and each of them sees all of it;
+// otherwise the first thing that is not so.
 std::string SentinelSet::unsettled() const {
-  for (int i = 0; i < kNodes; ++i)
-    if (!nodes_[i]->up()) return "node " + std::to_string(i) + " is down";
-  for (int i = 0; i < kSentinels; ++i)
-    if (!sentinels_[i]->up()) return "sentinel " + std::to_string(i) + " is down";
   const std::vector<int> ports = named_master_ports();
-  for (int s = 0; s < kSentinels; ++s)
-    if (ports[s] != ports[0] || ports[s] < 0)
-      return "sentinel " + std::to_string(s) + " names port " + std::to_string(ports[s]) + ", sentinel 0 port " +
-             std::to_string(ports[0]);
-  const int m = index_of(ports[0]);
-  if (m < 0) return "the sentinels name port " + std::to_string(ports[0]) + ", no node's";
+  int named = -1;
+  for (int s = 0; s < kSentinels; ++s) {
+    if (!sentinels_[s]->up()) continue;
+    if (ports[s] < 0 || (named >= 0 && ports[s] != named))
+      return "the sentinels name ports " + std::to_string(ports[0]) + " " + std::to_string(ports[1]) + " " +
+             std::to_string(ports[2]);
+    named = ports[s];
+  }
+  const int m = index_of(named);
+  if (m < 0) return "the sentinels name port " + std::to_string(named) + ", no node's";
   if (role(nodes_[m]->port()) != "master") return "node " + std::to_string(m) + " is not ROLE master";
   if (std::string why = replicas_not_online(m); !why.empty()) return why;
   for (int s = 0; s < kSentinels; ++s) {
-    std::string why = unsettled_sentinel(s, m);
+    std::string why = sentinels_[s]->up() ? unsettled_sentinel(s, m) : "";
     if (!why.empty()) return "sentinel " + std::to_string(s) + ": " + why;
   }
   return "";
@@ -282,7 +291,7 @@ std::string SentinelSet::unsettled_sentinel(int s, int m) const {
   const auto others = ask_table(port, {"SENTINEL", "SENTINELS", o_.master_name});
   for (int t = 0; t < kSentinels; ++t) {
     const Fields* r = row_with_port(others, sentinel_port(t));
-    if (t != s && (!r || !healthy_sentinel(r->at("flags"))))
+    if (t != s && sentinels_[t]->up() && (!r || !healthy_sentinel(r->at("flags"))))
       return "it does not see sentinel " + std::to_string(t) + " healthy (" + (r ? r->at("flags") : "unknown") + ")";
   }
   return "";

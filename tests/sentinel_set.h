@@ -47,7 +47,9 @@ class SentinelSet {
   const std::string& master_name() const { return o_.master_name; }
   bool tls() const { return o_.tls; }
   // Data node i (0 is the first master), sentinel i: pause/resume/kill/restart
-  // them directly (a sentinel restarts on its port and config file).
+  // them directly (a sentinel restarts on its port and config file, which it
+  // rewrote: it knows the master of now). A sentinel SIGSTOPped for 2 s or
+  // more enters TILT mode when resumed: for 30 s it acts on nothing.
   RedisServer& node(int i) { return *nodes_.at(i); }
   RedisServer& sentinel(int i) { return *sentinels_.at(i); }
   // The port the sentinels and replicas use: the TLS port with tls.
@@ -61,13 +63,16 @@ class SentinelSet {
 
   // SIGKILLs the master, waits until the sentinels that answer (at least 2)
   // agree on a new master that answers ROLE master, restarts the killed node
-  // as a replica of it and waits until the set is settled again (every node
-  // up, both replicas online, every sentinel seeing all of it): the next
-  // failover has 2 replicas. Returns the time from the kill to the first poll
-  // at which a sentinel named the new master and it answered ROLE master.
+  // as a replica of it and waits until the set is settled again
+  // (wait_settled): the next failover has 2 replicas. Returns the time from
+  // the kill to the first poll at which a sentinel named the new master and
+  // it answered ROLE master. `limit` bounds the whole call.
   ms kill_master_and_wait_failover(ms limit = ms(60000));
-  // SENTINEL FAILOVER, then waits as above (the old master is demoted by the
-  // sentinels, which takes them about 10 s). Returns the time to the new master.
+  // SENTINEL FAILOVER, then waits as above. The old master keeps answering
+  // ROLE master (and taking writes from the clients it has) until the
+  // sentinels demote it: 10 to 20 s later (Sentinel waits 8 s after it
+  // reports its role, which it asks every 10 s). Returns the time to the new
+  // master; the call returns once the old one is a replica again.
   ms failover_coordinated(ms limit = ms(60000));
   // Split brain: SIGSTOPs the master and waits for the new one (as above);
   // returns the time from the stop to the new master. The old master stays
@@ -77,7 +82,10 @@ class SentinelSet {
   // demoted it (ROLE slave) and the set is settled; returns the time from the
   // resume to its ROLE slave.
   ms resume_old_master(ms limit = ms(60000));
-  // Waits until every node and sentinel is up and the set is settled.
+  // Waits until the sentinels that run (at least 2: a test may have killed
+  // one) agree on a master that answers ROLE master, both other nodes are its
+  // online replicas, and each of those sentinels sees it all (master, healthy
+  // replicas, the other running sentinels). Throws at once if a node is down.
   void wait_settled(ms limit = ms(60000)) const;
 
  private:

@@ -140,6 +140,13 @@ TEST(SentinelSet, KillingTheMasterInARowMovesItAndKeepsTwoReplicas) {
   }
   std::cout << "[ figures  ] " << took.size() << " kills: kill to new master " << p50_max(took) << "; "
             << since(t0).count() << " ms with the restarts\n";
+  // With a sentinel down, the 2 others (a majority) still fail over.
+  set.sentinel(2).kill();
+  const int old = set.master_index();
+  expect_failover_time(set.kill_master_and_wait_failover());
+  expect_moved_from(set, old);
+  set.sentinel(2).restart();
+  set.wait_settled();
 }
 
 TEST(SentinelSet, CoordinatedFailoverAndAStoppedMasterMoveIt) {
