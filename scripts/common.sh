@@ -2,7 +2,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-PACKAGES=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl libspdlog-dev libgtest-dev googletest redis-server)
+PACKAGES=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl libspdlog-dev libgtest-dev googletest redis-server redis-sentinel)
 # What the other CI stages add (check_style, sanitize, check_packaging): the
 # whole run installs them with the base packages, in one apt-get.
 CI_PACKAGES=(ccache clang clang-format-14 clang-tidy-14 valgrind)

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,7 +51,8 @@ std::string reply_text(const redisReply* r) {
 
 RedisServer::RedisServer(std::vector<std::string> extra) : RedisServer(std::move(extra), TlsPort{}) {}
 
-RedisServer::RedisServer(std::vector<std::string> extra, TlsPort tls) : extra_(std::move(extra)) {
+RedisServer::RedisServer(std::vector<std::string> extra, TlsPort tls, Launch launch)
+    : extra_(std::move(extra)), launch_(std::move(launch)) {
   char tmpl[] = "/tmp/fairlock-redis-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -92,10 +94,12 @@ RedisServer::~RedisServer() {
 }
 
 void RedisServer::start() {
-  std::vector<std::string> args = {
-      "redis-server",     "--port", std::to_string(port_), "--bind", "127.0.0.1",   "--dir", dir_,
-      "--save",           "",       "--appendonly",        "no",     "--daemonize", "no",    "--logfile",
-      dir_ + "/redis.log"};
+  std::vector<std::string> args = {launch_.program};
+  if (!launch_.config_file.empty()) args.push_back(launch_.config_file);
+  const std::vector<std::string> base = {
+      "--port", std::to_string(port_), "--bind", "127.0.0.1",   "--dir", dir_,        "--save",
+      "",       "--appendonly",        "no",     "--daemonize", "no",    "--logfile", log_file()};
+  args.insert(args.end(), base.begin(), base.end());
   for (const auto& e : extra_) args.push_back(e);
   for (const auto& e : tls_args_) args.push_back(e);
   pid_t pid = ::fork();
@@ -104,7 +108,7 @@ void RedisServer::start() {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execvp("redis-server", argv.data());
+    ::execvp(launch_.program.c_str(), argv.data());
     ::_exit(127);
   }
   pid_ = pid;
@@ -140,8 +144,15 @@ void RedisServer::start() {
   throw std::runtime_error("redis-server did not answer");
 }
 
-void RedisServer::pause() { ::kill(pid_, SIGSTOP); }
-void RedisServer::resume() { ::kill(pid_, SIGCONT); }
+void RedisServer::pause() {
+  ::kill(pid_, SIGSTOP);
+  paused_ = true;
+}
+
+void RedisServer::resume() {
+  ::kill(pid_, SIGCONT);
+  paused_ = false;
+}
 
 void RedisServer::kill() {
   if (pid_ > 0) {
@@ -149,6 +160,7 @@ void RedisServer::kill() {
     ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
+  paused_ = false;
 }
 
 void RedisServer::restart() {
@@ -156,23 +168,37 @@ void RedisServer::restart() {
   start();
 }
 
-std::string RedisServer::cmd(const std::vector<std::string>& argv) const {
-  redisContext* c = redisConnect("127.0.0.1", port_);
+void RedisServer::restart(std::vector<std::string> extra) {
+  extra_ = std::move(extra);
+  restart();
+}
+
+void FreeReply::operator()(redisReply* r) const { freeReplyObject(r); }
+
+Reply command_reply(int port, const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  const timeval tv{static_cast<time_t>(timeout.count() / 1000),
+                   static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  redisContext* c =
+      timeout.count() > 0 ? redisConnectWithTimeout("127.0.0.1", port, tv) : redisConnect("127.0.0.1", port);
   if (!c || c->err) {
     if (c) redisFree(c);
     throw std::runtime_error("cannot connect to test redis");
   }
+  if (timeout.count() > 0) redisSetTimeout(c, tv);
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
   for (const auto& a : argv) {
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
-  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
-  std::string out = r ? reply_text(r) : "ERR:no reply";
-  if (r) freeReplyObject(r);
+  Reply r(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data())));
   redisFree(c);
-  return out;
+  return r;
+}
+
+std::string RedisServer::cmd(const std::vector<std::string>& argv) const {
+  Reply r = command_reply(port_, argv);
+  return r ? reply_text(r.get()) : "ERR:no reply";
 }
 
 std::string unique_name(const std::string& base) {

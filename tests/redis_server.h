@@ -3,6 +3,8 @@
 // port, no persistence unless asked. Fault tests can pause, kill and restart it.
 #include <sys/types.h>
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,11 +19,18 @@ struct TlsPort {
   std::vector<std::string> extra;            // e.g. {"--tls-protocols", "TLSv1.2"}
 };
 
+// What to run: a sentinel runs from a config file of its own (which it
+// rewrites), named before the options.
+struct Launch {
+  std::string program = "redis-server";
+  std::string config_file;  // none if empty
+};
+
 class RedisServer {
  public:
   // extra: additional "--option value" arguments.
   explicit RedisServer(std::vector<std::string> extra = {});
-  RedisServer(std::vector<std::string> extra, TlsPort tls);
+  RedisServer(std::vector<std::string> extra, TlsPort tls, Launch launch = {});
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -36,6 +45,11 @@ class RedisServer {
   void resume();   // SIGCONT
   void kill();     // SIGKILL and reap
   void restart();  // start again on the same port and directory
+  // Starts again on the same ports and directory with `extra` instead of the
+  // first options (e.g. another --replicaof); TLS options stay.
+  void restart(std::vector<std::string> extra);
+  bool up() const { return pid_ > 0 && !paused_; }  // running, not paused
+  std::string log_file() const { return dir_ + "/redis.log"; }
   // Runs one command through redis-cli-free hiredis; returns the reply as text
   // (arrays joined by '\n', nil as "(nil)", errors prefixed with "ERR:").
   std::string cmd(const std::vector<std::string>& argv) const;
@@ -44,14 +58,26 @@ class RedisServer {
   void start();
   std::vector<std::string> extra_;
   std::vector<std::string> tls_args_;
+  Launch launch_;
   std::string dir_;
   int port_ = 0;
   int tls_port_ = 0;
   pid_t pid_ = -1;
+  bool paused_ = false;
 };
 
 // A reply as text, the way RedisServer::cmd returns it.
 std::string reply_text(const redisReply* r);
+
+struct FreeReply {
+  void operator()(redisReply* r) const;
+};
+using Reply = std::unique_ptr<redisReply, FreeReply>;
+// The reply of one command to the server on 127.0.0.1:`port`, or null if none
+// came within `timeout` (zero: no limit, also for the connection). Throws if
+// it cannot connect.
+Reply command_reply(int port, const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 // Shared server for most tests (started by the test main).
 RedisServer& server();
