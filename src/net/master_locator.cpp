@@ -77,6 +77,7 @@ Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& exclu
   }
   bool answered = false, named = false;
   std::string failures;
+  std::exception_ptr setup_error;  // of the first sentinel whose setup cannot work
   for (std::size_t i = 0; i < order.size(); ++i) {
     try {
       std::optional<Endpoint> master = ask(order[i]);
@@ -90,12 +91,14 @@ Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& exclu
       node.host = master->host;
       node.port = master->port;
       return node;
-    } catch (const AccessDenied&) {
-      throw;
     } catch (const Error& e) {
+      if (is_setup_error(e) && !setup_error) setup_error = std::current_exception();
       failures += std::string(failures.empty() ? "" : "; ") + order[i].where() + ": " + e.what();
     }
   }
+  // None answered, and one refused our credentials or TLS setup: asking
+  // again cannot cure that.
+  if (!answered && setup_error) std::rethrow_exception(setup_error);
   if (answered && !named) {
     throw UnknownMasterError("sentinel: none of " + sentinel_list() + " knows a master named '" + config_.master_name +
                              "' (SENTINEL get-master-addr-by-name)");

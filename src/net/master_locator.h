@@ -47,8 +47,9 @@ class MasterLocator {
   // found not to be the master); when no sentinel answers, the master known
   // last, unless excluded. Throws UnknownMasterError when every sentinel
   // that answered knows no master of that name, NotConnected when none
-  // answered and no master is known, AccessDenied when a sentinel refuses
-  // the credentials.
+  // answered and no master is known; when none answered because of a setup
+  // that cannot work (AccessDenied, a TLS certificate that does not verify:
+  // is_setup_error), that error.
   Endpoint locate(Endpoint node, const std::vector<Endpoint>& excluded);
   // Changes whenever the master may have changed (its address did, or one
   // answered -READONLY): a connection opened before is not used again.

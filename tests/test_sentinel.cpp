@@ -1,0 +1,178 @@
+// The library and the `fairlock` command through a real Sentinel set
+// (sentinel_set.h): FIFO across processes, a semaphore, the async API, TLS
+// to the sentinels and the data nodes, a sentinel that is down, a master
+// name no sentinel knows, and a holder and a waiter carried across a
+// failover (the new master's first grant measured).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "fairlock/fairlock.h"
+#include "sentinel_set.h"
+#include "test_cli_util.h"
+#include "test_util.h"
+#include "tls_pki.h"
+
+namespace fairlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+Options through(const SentinelSet& set) {
+  Options o;
+  o.url = set.url();
+  o.liveness_ttl = 3000ms;
+  if (set.tls()) o.tls.ca_file = pki().ca;
+  return o;
+}
+
+RedisServer& master_of(SentinelSet& set) { return set.node(set.master_index()); }
+
+// One shared set for the tests that do not fail it over.
+SentinelSet& steady_set() {
+  static SentinelSet set;
+  return set;
+}
+
+// `fairlock run` processes queued one at a time (each seen in the master's
+// queue before the next starts) run their commands in arrival order.
+TEST(Sentinel, CommandsRunInArrivalOrderAcrossProcesses) {
+  SentinelSet& set = steady_set();
+  const std::string name = unique_name("sentinel-fifo");
+  Client holder_client(through(set));
+  FairLock holder(holder_client, name);
+  holder.lock();
+  TempFile order;
+  std::vector<std::unique_ptr<Child>> runs;
+  for (int i = 0; i < 5; ++i) {
+    const std::string cmd = "echo " + std::to_string(i) + " >> " + order.path;
+    runs.push_back(std::make_unique<Child>(FAIRLOCK_CLI_PATH, cli({"run", name, "sh", "-c", cmd}, set.url()), true));
+    ASSERT_TRUE(eventually([&] { return zcard(master_of(set), name, "q") == i + 1; }, 20000ms)) << "run " << i;
+  }
+  holder.unlock();
+  for (auto& r : runs) EXPECT_EQ(r->wait(), 0) << r->rest();
+  EXPECT_EQ(order.text(), "0\n1\n2\n3\n4\n");
+}
+
+TEST(Sentinel, SemaphoreNeverAdmitsMoreThanItsPermits) {
+  SentinelSet& set = steady_set();
+  const std::string name = unique_name("sentinel-sem");
+  std::atomic<int> inside{0}, most{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      Client c(through(set));
+      FairSemaphore s(c, name, 2);
+      for (int i = 0; i < 10; ++i) {
+        s.lock();
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(1ms);
+        --inside;
+        s.unlock();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(most.load(), 2);
+}
+
+TEST(Sentinel, AsyncWaitIsGrantedOnRelease) {
+  SentinelSet& set = steady_set();
+  const std::string name = unique_name("sentinel-async");
+  Client c(through(set));
+  FairLock first(c, name);
+  first.lock();
+  FairLock second(c, name);
+  std::promise<std::uint64_t> granted;
+  auto handle = second.lock_async([&](const AcquireResult& r) { granted.set_value(r.fence()); });
+  ASSERT_TRUE(eventually([&] { return zcard(master_of(set), name, "q") == 1; }, 20000ms));
+  const std::uint64_t first_fence = first.fence();
+  first.unlock();
+  auto f = granted.get_future();
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  EXPECT_GT(f.get(), first_fence);
+  second.unlock();
+}
+
+TEST(Sentinel, AnUnknownMasterNameIsASetupErrorAtOnce) {
+  SentinelSet& set = steady_set();
+  Options o = through(set);
+  o.url = o.url.substr(0, o.url.find('#')) + "#no-such-master";
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Client c(o);
+    FAIL() << "a client was made for a master no sentinel knows";
+  } catch (const UnknownMasterError& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-master"), std::string::npos) << e.what();
+    EXPECT_TRUE(is_setup_error(e));
+  }
+  EXPECT_LT(since(t0), 10000ms);
+  const CliResult r = run_cli({"run", "x", "true"}, o.url);
+  EXPECT_EQ(r.status, 78) << r.output;
+}
+
+TEST(Sentinel, ASentinelDownIsSkipped) {
+  SentinelSet set;
+  set.sentinel(0).kill();  // the first in the URL
+  Client c(through(set));
+  FairLock l(c, unique_name("sentinel-down"));
+  l.lock();
+  EXPECT_GT(l.fence(), 0u);
+  l.unlock();
+  const CliResult r = run_cli({"run", unique_name("sentinel-down-cli"), "echo", "ran"}, set.url());
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST(Sentinel, OverTlsToTheSentinelsAndTheDataNodes) {
+  SentinelSetOptions so;
+  so.tls = true;
+  SentinelSet set(so);
+  ASSERT_EQ(set.url().rfind("rediss-sentinel://", 0), 0u) << set.url();
+  Client c(through(set));
+  FairLock l(c, unique_name("sentinel-tls"));
+  l.lock();
+  EXPECT_GT(l.fence(), 0u);
+  l.unlock();
+  Options wrong = through(set);
+  wrong.tls.ca_file = pki().other_ca;  // the sentinels' certificates do not verify
+  EXPECT_THROW(Client bad(wrong), TlsError);
+}
+
+// A holder and a waiter across a master's SIGKILL: the holder's grant (it
+// reached both replicas: WAIT) survives on the new master, its release
+// hands over to the waiter, and the fences keep rising. Prints the time
+// from the kill to the waiter's grant.
+TEST(Sentinel, HolderAndWaiterCarryOnAcrossAFailover) {
+  SentinelSet set;
+  const std::string name = unique_name("sentinel-carry");
+  Client a_client(through(set)), b_client(through(set));
+  FairLock a(a_client, name);
+  a.lock();
+  const std::uint64_t a_fence = a.fence();
+  FairLock b(b_client, name);
+  auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(60s); });
+  ASSERT_TRUE(eventually([&] { return zcard(master_of(set), name, "q") == 1; }, 20000ms));
+  EXPECT_EQ(master_of(set).cmd({"WAIT", "2", "5000"}), "2");
+  const auto killed = std::chrono::steady_clock::now();
+  const auto failover = set.kill_master_and_wait_failover();
+  EXPECT_TRUE(a.owns_lock()) << "the holder's grant was replicated: it survives the failover";
+  EXPECT_EQ(a.release(), Released::released);
+  ASSERT_TRUE(b_done.get()) << "the waiter did not get its turn on the new master";
+  const auto granted = since(killed);
+  EXPECT_GT(b.fence(), a_fence);
+  std::cout << "[figures] failover " << failover.count() << " ms; kill -> waiter's grant " << granted.count()
+            << " ms (the test restarts the old master and waits for the set to settle in between)\n";
+  b.unlock();
+}
+
+}  // namespace
+}  // namespace fairlock::test
