@@ -79,9 +79,11 @@ std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptC
   b.replies.resize(calls.size());
   const auto give_up_at = steady_clock::now() + budget;
   milliseconds backoff(0);
+  bool rerun = false;
   // Load and re-run the calls that did not run. The server may lose the
   // scripts again meanwhile: retry, with a short backoff, within the budget.
   for (auto missing = not_run(b); !missing.empty(); missing = not_run(b)) {
+    rerun = true;
     if (steady_clock::now() >= give_up_at) {
       throw ScriptsFlushed("fairlock: the server kept losing fairlock's scripts (FUNCTION or SCRIPT FLUSH)");
     }
@@ -90,6 +92,7 @@ std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptC
     if (on_reload_) on_reload_();
     load_and_run(c, b, missing);
   }
+  if (rerun && !tail.empty()) tail_replies = c.pipeline(tail);
   for (auto& r : tail_replies) b.replies.push_back(std::move(r));
   return std::move(b.replies);
 }

@@ -50,7 +50,9 @@ class ScriptRunner {
   // while the server keeps losing them, for at most `budget`; then throws
   // ScriptsFlushed. Other error replies are left in place for the caller.
   // Plain commands in `tail` go in the same first pipeline, after the
-  // calls, and are never sent again; their replies follow the calls'.
+  // calls; their replies follow the calls'. If calls had to be run again,
+  // the tail is sent again after them: it always follows every call that
+  // ran (a WAIT in it counts their writes).
   std::vector<ReplyPtr> run(Connection& c, const std::vector<ScriptCall>& calls, std::chrono::milliseconds budget,
                             const std::vector<Argv>& tail = {});
   ScriptWay way() const { return way_.load(); }
