@@ -104,6 +104,9 @@ TEST_F(SyncReplicas, AStoppedReplicaFailsTheTryAndLeavesTheNameFree) {
   FairLock next(other, name);
   EXPECT_TRUE(next.try_lock());  // released: free at once
   next.unlock();
+  const auto t1 = steady_clock::now();
+  EXPECT_THROW(lock.try_lock(), NotReplicatedError);  // one WAIT of sync_timeout (1 s), not for ever
+  EXPECT_LT(since(t1), milliseconds(3500));
 }
 
 TEST_F(SyncReplicas, AReplicaResumedBeforeTheDeadlineLetsTheLockSucceed) {

@@ -60,10 +60,12 @@ Step Claim::ask(bool queue, SteadyTime now) {
 // A grant not yet acknowledged by enough replicas: renewed and WAITed for,
 // again and again, until acknowledged, lost, or the wait's deadline (at
 // least once: a grant handed over at the deadline gets its WAIT). A wait
-// without a deadline goes on while the grant is kept alive.
+// without a deadline goes on while the grant is kept alive; a try
+// (try_lock) WAITs once.
 Step Claim::confirm_step(SteadyTime now, const WaitContext& ctx) {
   if (wait_.cancelled || ctx.stopped) return Step{Step::Kind::cancelled};
-  if (wait_.deadline && now >= *wait_.deadline && wait_.confirms > 0) return Step{Step::Kind::not_replicated};
+  const bool over = !wait_.queue || (wait_.deadline && now >= *wait_.deadline);
+  if (over && wait_.confirms > 0) return Step{Step::Kind::not_replicated};
   if (now >= grant_.valid_until) {  // not renewed in time (a server down): nobody holds it
     lose_unconfirmed();
     return next(now, ctx);

@@ -107,6 +107,15 @@ TEST_F(ClaimSyncTest, OnlyAnAcknowledgedRenewalExtendsWhatTheHolderBelieves) {
   EXPECT_TRUE(claim.owns(t0 + 15000ms));
 }
 
+TEST_F(ClaimSyncTest, ATryWaitsOnce) {
+  claim.begin("pm:1", false, std::nullopt, "n");
+  const Step ask = claim.next(t0, kSignals);
+  ASSERT_EQ(ask.kind, Step::Kind::ask);
+  EXPECT_EQ(ask.sync, 1000ms);
+  claim.on_acquired(granted(7, 10000), t0, 1);
+  EXPECT_EQ(claim.next(t0 + 1001ms, kSignals).kind, Step::Kind::not_replicated);
+}
+
 TEST_F(ClaimSyncTest, AGrantLostBeforeItWasAcknowledgedQueuesAgain) {
   claim.begin("pm:1", true, std::nullopt, "n");
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
