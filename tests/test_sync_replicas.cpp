@@ -158,20 +158,23 @@ TEST_F(SyncReplicas, AnAsyncWaitGetsNotReplicatedOnce) {
   FairLock lock(c, name);
   replicas_[1]->pause();
   std::atomic<int> calls{0};
-  std::atomic<bool> not_replicated{false};
+  std::promise<std::string> outcome;  // "granted", or the error's type and text
   lock.lock_async(seconds(1), [&](const AcquireResult& r) {
-    ++calls;
+    if (++calls > 1) return;
     try {
       r.rethrow();
+      outcome.set_value("granted");
     } catch (const NotReplicatedError&) {
-      not_replicated = true;
-    } catch (...) {
+      outcome.set_value("NotReplicatedError");
+    } catch (const std::exception& e) {
+      outcome.set_value(std::string("other: ") + e.what());
     }
   });
-  ASSERT_TRUE(eventually([&] { return calls.load() > 0; }, seconds(10)));
+  auto got = outcome.get_future();
+  ASSERT_EQ(got.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_EQ(got.get(), "NotReplicatedError");
   std::this_thread::sleep_for(milliseconds(300));  // a second callback would come now
   EXPECT_EQ(calls.load(), 1);
-  EXPECT_TRUE(not_replicated.load());
   FairLock next(other, name);
   EXPECT_TRUE(eventually([&] { return next.try_lock(); }, seconds(5)));
   next.unlock();
