@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "api/client_impl.h"
+#include "base/retry_policy.h"
 #include "fairlock/errors.h"
 #include "node/failure.h"
 #include "node/server_calls.h"
@@ -44,6 +45,17 @@ void check_sentinel(const Options& o) {
   }
 }
 
+// A WAIT is one call: its timeout, and the server's cron tick by which it
+// is honoured (retry::kSyncSlack), must fit in command_timeout.
+void check_sync(const Options& o) {
+  if (o.sync_replicas < 0 || o.sync_replicas > 16) throw BadOption("Options::sync_replicas", "must be in [0, 16]");
+  check_duration(o.sync_timeout, "Options::sync_timeout");
+  if (o.sync_replicas > 0 && o.sync_timeout + retry::kSyncSlack > o.command_timeout) {
+    throw BadOption("Options::sync_timeout", "must be shorter than Options::command_timeout by " +
+                                                 std::to_string(retry::kSyncSlack.count()) + " ms at least");
+  }
+}
+
 Options validated(Options o) {
   check_tls(o);
   check_sentinel(o);
@@ -57,6 +69,7 @@ Options validated(Options o) {
   check_duration(o.liveness_ttl, "Options::liveness_ttl");
   if (o.liveness_ttl.count() < 30) throw BadOption("Options::liveness_ttl", "at least 30 ms");
   if (o.pool_size < 1 || o.pool_size > 1024) throw BadOption("Options::pool_size", "must be in [1, 1024]");
+  check_sync(o);
   return o;
 }
 

@@ -34,6 +34,12 @@ Claim::Failure claim_failure(CallFailure f, bool reached) {
   return Claim::Failure::refused;
 }
 
+// What a grant needs before it is the caller's (Options::sync_replicas).
+SyncWait sync_of(const Options& o) {
+  if (o.sync_replicas == 0) return SyncWait{};
+  return SyncWait{o.sync_replicas, o.sync_timeout, wake_channel(o.key_prefix, "sync")};
+}
+
 }  // namespace
 
 Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, std::uint32_t permits, LockOptions opts)
@@ -42,7 +48,8 @@ Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, s
       permits_(permits),
       opts_(std::move(opts)),
       keys_(client_->options().key_prefix, name_),
-      claim_(ClaimConfig{permits_, opts_.lease, client_->options().liveness_ttl, opts_.auto_renew},
+      claim_(ClaimConfig{permits_, opts_.lease, client_->options().liveness_ttl, opts_.auto_renew,
+                         sync_of(client_->options())},
              client_->counters()) {
   if (permits_ < 1) throw BadOption("permits", "must be at least 1");
   if (permits_ > limits::kMaxPermits) throw BadOption("permits", "at most 1000000");
@@ -114,7 +121,13 @@ bool Participant::drive(const std::string& member, bool watched) {
         case Step::Kind::ask: ask(lk, member, step); break;
         case Step::Kind::wait: cv_.wait_until(lk, step.until); break;
         case Step::Kind::give_up: give_up(lk, member); break;
+        case Step::Kind::confirm: confirm(lk, member, step); break;
         case Step::Kind::granted: return finish_granted(lk);
+        case Step::Kind::not_replicated:
+          claim_.finish_not_replicated();
+          lk.unlock();
+          leave_within(member, retry::kGiveUpGrace);  // releases the grant it finds
+          throw not_replicated();
         case Step::Kind::timed_out:
         case Step::Kind::busy:
           lk.unlock();
@@ -162,22 +175,88 @@ WaitContext Participant::wait_context(bool watched) const {
   return WaitContext{client_->stopped(), signals, client_->session().heartbeat_period()};
 }
 
-void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step) {
-  calls_->begin(claim_.deadline());  // a stalled server never holds us past it, or past a cancel
+// Runs `call` unlocked, bounded by call_bound (a stalled server never
+// holds us past it, or past a cancel); returns how it failed, if it did.
+// Called locked, returns locked.
+template <class Call>
+std::exception_ptr Participant::call_unlocked(std::unique_lock<std::mutex>& lk, const Step& step, Call call) {
+  calls_->begin(call_bound(step, steady_clock::now()));
   lk.unlock();
-  const SteadyTime sent = steady_clock::now();
-  Acquired reply;
   std::exception_ptr error;
   {
     const MovableDeadline::Calls calls(*calls_);  // ends the series however the call ends
     try {
-      reply = detail::acquire(node().server, keys_, acquire_args(member, step));
+      call();
     } catch (const Error&) {
       error = std::current_exception();
     }
   }
   lk.lock();
-  settle_ask(lk, reply, error, sent);
+  return error;
+}
+
+// The wait's deadline; a call that WAITs ends a little later (the WAIT's
+// own timeout ends by the deadline, or kMinSyncWait after it).
+std::optional<SteadyTime> Participant::call_bound(const Step& step, SteadyTime now) const {
+  const std::optional<SteadyTime> deadline = claim_.deadline();
+  if (!deadline || step.sync.count() == 0) return deadline;
+  return std::max(*deadline, now + step.sync) + retry::kSyncSlack;
+}
+
+void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step) {
+  const SteadyTime sent = steady_clock::now();
+  Acquired reply;
+  int acks = -1;
+  std::exception_ptr error;
+  if (step.sync.count() == 0) {
+    error = call_unlocked(lk, step, [&] { reply = detail::acquire(node().server, keys_, acquire_args(member, step)); });
+  } else {
+    const SyncWait sync = claim_.sync_wait(step);
+    error = call_unlocked(lk, step, [&] {
+      Synced<Acquired> r = detail::acquire(node().server, keys_, acquire_args(member, step), sync);
+      reply = r.reply;
+      acks = r.acks;
+    });
+  }
+  settle_ask(lk, reply, error, sent, acks);
+}
+
+void Participant::confirm(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step) {
+  const SteadyTime sent = steady_clock::now();
+  const SyncWait sync = claim_.sync_wait(step);
+  Synced<BeatResult> reply;
+  const std::exception_ptr error =
+      call_unlocked(lk, step, [&] { reply = detail::confirm(node().server, confirm_call_of(member), sync); });
+  settle_confirm(lk, reply.reply, reply.acks, error, sent);
+}
+
+ScriptCall Participant::confirm_call_of(const std::string& member) const {
+  return confirm_call(keys_, permits_, member, opts_.lease, client_->options().liveness_ttl);
+}
+
+// The confirm call sent at `sent` came back, or failed with `error`: a
+// failure a retry may cure is retried (the claim's backoff), until the
+// wait's deadline; any other ends the wait (thrown: the caller leaves,
+// releasing the grant).
+void Participant::settle_confirm(std::unique_lock<std::mutex>& /*locked*/, const BeatResult& result, int acks,
+                                 const std::exception_ptr& error, SteadyTime sent) {
+  if (!error) {
+    claim_.on_confirmed(result, acks, sent);
+    return;
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    if (is_final(failure_of(e))) throw;
+    client_->log().debug("fairlock: confirming the grant of {} failed, retrying: {}", name_, e.what());
+    claim_.on_confirm_failed(steady_clock::now());
+  }
+}
+
+NotReplicatedError Participant::not_replicated() const {
+  return NotReplicatedError("fairlock: " + name_ + ": the grant was not acknowledged by " +
+                            std::to_string(client_->options().sync_replicas) +
+                            " replica(s) before the deadline (Options::sync_replicas); it was released");
 }
 
 AcquireArgs Participant::acquire_args(const std::string& member, const Step& step) const {
@@ -187,9 +266,9 @@ AcquireArgs Participant::acquire_args(const std::string& member, const Step& ste
 // The acquire call sent at `sent` came back, or failed with `error`: the
 // claim takes it in, or it ends the wait (thrown: the caller leaves).
 void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
-                             SteadyTime sent) {
+                             SteadyTime sent, int acks) {
   if (!error) {
-    apply(lk, claim_.on_acquired(reply, sent));
+    apply(lk, claim_.on_acquired(reply, sent, acks));
     return;
   }
   try {

@@ -73,7 +73,16 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step);
   AcquireArgs acquire_args(const std::string& member, const Step& step) const;
   void settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
-                  SteadyTime sent);
+                  SteadyTime sent, int acks = -1);
+  // With Options::sync_replicas (Step::confirm, Step::not_replicated).
+  void confirm(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step);
+  ScriptCall confirm_call_of(const std::string& member) const;
+  void settle_confirm(std::unique_lock<std::mutex>& lk, const BeatResult& result, int acks,
+                      const std::exception_ptr& error, SteadyTime sent);
+  NotReplicatedError not_replicated() const;
+  std::optional<SteadyTime> call_bound(const Step& step, SteadyTime now) const;
+  template <class Call>
+  std::exception_ptr call_unlocked(std::unique_lock<std::mutex>& lk, const Step& step, Call call);
   void notify_waiter();
   void end_soon();
   void fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server = true) noexcept;
@@ -106,8 +115,12 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   };
   void send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now);
   void send_give_up(ScriptBatch& batch, const std::string& member, SteadyTime sent);
-  void send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait);
-  void on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error, SteadyTime sent);
+  void leave_async(std::unique_lock<std::mutex>& lk, ScriptBatch& batch, const std::string& member, Step::Kind why,
+                   SteadyTime now);
+  void send_confirm(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now);
+  void send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait, std::exception_ptr outcome);
+  void on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error, SteadyTime sent,
+                    int acks = -1);
   bool take_reply(const std::string& member, const std::function<void(std::unique_lock<std::mutex>&)>& take_in);
   void finish_async(std::unique_lock<std::mutex>& lk, const AcquireResult& result);
   AsyncWait end_async(std::unique_lock<std::mutex>& lk, bool untrack = true);

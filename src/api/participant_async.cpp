@@ -29,9 +29,14 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
   {
     std::lock_guard<std::mutex> lk(mu_);
     id = ++waits_;
-    async_ = AsyncWait{std::move(done), id, watched, deadline};
+    // A round that carries a WAIT ends by the deadline and its slack (see
+    // Participant::call_bound): not cut while the server answers.
+    const bool sync = client_->options().sync_replicas > 0;
+    const std::optional<SteadyTime> tracked =
+        deadline && sync ? std::optional<SteadyTime>(*deadline + retry::kSyncSlack) : deadline;
+    async_ = AsyncWait{std::move(done), id, watched, tracked};
     // Under the lock: a cancel or an end now untracks what was tracked.
-    if (deadline) client_->async().track_deadline(*deadline);
+    if (tracked) client_->async().track_deadline(*tracked);
   }
   if (!client_->async().schedule(shared_from_this())) {  // the client shut down meanwhile
     std::unique_lock<std::mutex> lk(mu_);
@@ -78,6 +83,7 @@ std::optional<SteadyTime> Participant::advance(SteadyTime /*round_start*/, Scrip
     }
     switch (step.kind) {
       case Step::Kind::ask: send_ask(batch, member, step, now); break;
+      case Step::Kind::confirm: send_confirm(batch, member, step, now); break;
       case Step::Kind::wait: return step.until;
       case Step::Kind::give_up: send_give_up(batch, member, now); break;
       case Step::Kind::granted:
@@ -103,12 +109,7 @@ std::optional<SteadyTime> Participant::advance(SteadyTime /*round_start*/, Scrip
         finish_async(lk, AcquireResult::failed_with(std::make_exception_ptr(wait_evicted())));
         break;
       case Step::Kind::cancelled:
-        claim_.finish_cancelled();
-        // The callback runs once the queue is left, which the grace from
-        // now bounds (a stalled server): tracked until then.
-        bound_async_rounds(now);
-        send_leave(batch, member, end_async(lk, false));
-        break;
+      case Step::Kind::not_replicated: leave_async(lk, batch, member, step.kind, now); break;
     }
   } catch (...) {
     if (!lk.owns_lock()) lk.lock();
@@ -117,15 +118,54 @@ std::optional<SteadyTime> Participant::advance(SteadyTime /*round_start*/, Scrip
   return std::nullopt;
 }
 
+// The wait ends cancelled, or with a grant not acknowledged in time
+// (released by leaving): the callback runs once the queue is left, which
+// the grace from now bounds (a stalled server): tracked until then.
+void Participant::leave_async(std::unique_lock<std::mutex>& lk, ScriptBatch& batch, const std::string& member,
+                              Step::Kind why, SteadyTime now) {
+  const bool cancelled = why == Step::Kind::cancelled;
+  if (cancelled) {
+    claim_.finish_cancelled();
+  } else {
+    claim_.finish_not_replicated();
+  }
+  bound_async_rounds(now);
+  send_leave(batch, member, end_async(lk, false),
+             cancelled ? std::make_exception_ptr(wait_cancelled()) : std::make_exception_ptr(not_replicated()));
+}
+
 void Participant::send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now) {
+  if (step.sync.count() > 0) {
+    batch.add_synced(
+        node().server, acquire_call(keys_, acquire_args(member, step)), claim_.sync_wait(step),
+        [self = shared_from_this(), member, now](const redisReply* reply, int acks, const std::exception_ptr& error) {
+          self->on_ask_reply(member, reply, error, now, acks);
+        });
+    return;
+  }
   batch.add(node().server, acquire_call(keys_, acquire_args(member, step)),
             [self = shared_from_this(), member, now](const redisReply* reply, const std::exception_ptr& error) {
               self->on_ask_reply(member, reply, error, now);
             });
 }
 
+void Participant::send_confirm(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now) {
+  batch.add_synced(
+      node().server, confirm_call_of(member), claim_.sync_wait(step),
+      [self = shared_from_this(), member, now](const redisReply* reply, int acks, std::exception_ptr error) {
+        BeatResult result;
+        try {
+          if (!error) result = parse_confirmed(*reply);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        self->take_reply(member,
+                         [&](std::unique_lock<std::mutex>& lk) { self->settle_confirm(lk, result, acks, error, now); });
+      });
+}
+
 void Participant::on_ask_reply(const std::string& member, const redisReply* reply, std::exception_ptr error,
-                               SteadyTime sent) {
+                               SteadyTime sent, int acks) {
   Acquired parsed;
   if (!error) {
     try {
@@ -134,7 +174,8 @@ void Participant::on_ask_reply(const std::string& member, const redisReply* repl
       error = std::current_exception();
     }
   }
-  const bool taken = take_reply(member, [&](std::unique_lock<std::mutex>& lk) { settle_ask(lk, parsed, error, sent); });
+  const bool taken =
+      take_reply(member, [&](std::unique_lock<std::mutex>& lk) { settle_ask(lk, parsed, error, sent, acks); });
   if (taken || error || parsed.status != Acquired::Status::granted) return;
   // The wait ended while the call was out. Granted by a signal meanwhile,
   // the grant is ours; otherwise (its deadline, a cancel) it is nobody's,
@@ -198,13 +239,14 @@ bool Participant::take_reply(const std::string& member,
 }
 
 // leave() for the async thread: the cancel call rides in the batch; the
-// callback gets Cancelled once it has run, as a blocking lock() throws
-// Cancelled after leaving.
-void Participant::send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait) {
+// callback gets `outcome` (Cancelled, NotReplicatedError) once it has run,
+// as a blocking lock() throws it after leaving.
+void Participant::send_leave(ScriptBatch& batch, const std::string& member, AsyncWait wait,
+                             std::exception_ptr outcome) {
   client_->session().delist(member);
   batch.add(node().server, cancel_call(keys_, member, permits_),
-            [self = shared_from_this(), member, wait = std::move(wait)](const redisReply* reply,
-                                                                        const std::exception_ptr& error) mutable {
+            [self = shared_from_this(), member, wait = std::move(wait), outcome = std::move(outcome)](
+                const redisReply* reply, const std::exception_ptr& error) mutable {
               self->settle_leave(
                   member,
                   [&] {
@@ -213,8 +255,7 @@ void Participant::send_leave(ScriptBatch& batch, const std::string& member, Asyn
                   },
                   [&] { self->leave_later(member); });
               if (wait.deadline) self->client_->async().untrack_deadline(*wait.deadline);
-              self->deliver(std::move(wait),
-                            AcquireResult::failed_with(std::make_exception_ptr(self->wait_cancelled())));
+              self->deliver(std::move(wait), AcquireResult::failed_with(outcome));
             });
 }
 

@@ -42,6 +42,13 @@ inline constexpr milliseconds kDeadlineCheck{50};
 // a healthy TLS server answers a ClientHello in a millisecond or two; a
 // slower one only costs the probe, one extra connection.
 inline constexpr milliseconds kPlainProbeAfter{200};
+// With Options::sync_replicas, the shortest WAIT sent (WAIT 0 would block
+// for ever): a grant handed over at a wait's deadline still gets one.
+inline constexpr milliseconds kMinSyncWait{10};
+// A WAIT's timeout is honoured at the server's next cron tick (hz 10: up
+// to 100 ms late): the call that carries it may take this much longer
+// before it is cut as stalled.
+inline constexpr milliseconds kSyncSlack{250};
 // (Not a constant: a release whose connection broke is tried once more on a
 // fresh one, api/participant.cpp release_member; more would not tell a lost
 // grant from a release that ran.)

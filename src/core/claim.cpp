@@ -14,7 +14,7 @@ using std::chrono::steady_clock;
 
 void Claim::begin(std::string member, bool queue, std::optional<SteadyTime> deadline, const std::string& name) {
   if (state_ == State::held) throw std::logic_error("fairlock: " + name + " is already held by this object");
-  if (state_ == State::waiting) throw std::logic_error("fairlock: " + name + " is already waiting in another thread");
+  if (waiting()) throw std::logic_error("fairlock: " + name + " is already waiting in another thread");
   // A grant found lost is still the object's until release() takes it: the
   // thread that holds it will call release() (a guard's unlock()), and
   // must not release a later wait's grant instead.
@@ -28,8 +28,9 @@ void Claim::begin(std::string member, bool queue, std::optional<SteadyTime> dead
 
 Step Claim::next(SteadyTime now, const WaitContext& ctx) {
   if (wait_.outcome) return Step{*wait_.outcome};
-  if (!wait_.asked && !wait_.retry_at && !wait_.cancelled && !ctx.stopped) return ask(wait_.queue);
-  if (auto granted = take_signal(now)) return *granted;
+  if (state_ == State::confirming) return confirm_step(now, ctx);
+  if (!wait_.asked && !wait_.retry_at && !wait_.cancelled && !ctx.stopped) return ask(wait_.queue, now);
+  if (auto granted = take_signal(now, ctx)) return *granted;
   if (wait_.cancelled || ctx.stopped) return Step{Step::Kind::cancelled};  // before the first ask too
   if (wait_.deadline && now >= *wait_.deadline) return Step{Step::Kind::give_up};
   const bool timer = wait_.timer_at && now >= *wait_.timer_at;
@@ -37,8 +38,8 @@ Step Claim::next(SteadyTime now, const WaitContext& ctx) {
   const bool kicked = wait_.kicked && !wait_.retry_at;  // a kick does not cut a backoff short
   if (kicked || timer || retry) {
     if (timer && !kicked && !retry) counters_.add(&Stats::wakes_timer);
-    wait_.kicked = false;                    // before asking: a kick that lands while we ask is kept
-    return ask(wait_.asked || wait_.queue);  // once queued, a re-ask never just tries
+    wait_.kicked = false;                         // before asking: a kick that lands while we ask is kept
+    return ask(wait_.asked || wait_.queue, now);  // once queued, a re-ask never just tries
   }
   if (wait_.retry_at)
     return Step{Step::Kind::wait, wait_.deadline ? std::min(*wait_.retry_at, *wait_.deadline) : *wait_.retry_at};
@@ -46,17 +47,64 @@ Step Claim::next(SteadyTime now, const WaitContext& ctx) {
   return Step{Step::Kind::wait, *wait_.timer_at};
 }
 
-Step Claim::ask(bool queue) {
+Step Claim::ask(bool queue, SteadyTime now) {
   wait_.timer_at.reset();
   wait_.retry_at.reset();
   const bool first = !wait_.sent_ask;
   wait_.sent_ask = true;
-  return Step{Step::Kind::ask, {}, queue, first};
+  Step step{Step::Kind::ask, {}, queue, first};
+  if (first && cfg_.sync.replicas > 0) step.sync = sync_for(now);  // a grant it gets is its own write
+  return step;
+}
+
+// A grant not yet acknowledged by enough replicas: renewed and WAITed for,
+// again and again, until acknowledged, lost, or the wait's deadline (at
+// least once: a grant handed over at the deadline gets its WAIT). A wait
+// without a deadline goes on while the grant is kept alive; a try
+// (try_lock) WAITs once.
+Step Claim::confirm_step(SteadyTime now, const WaitContext& ctx) {
+  if (wait_.cancelled || ctx.stopped) return Step{Step::Kind::cancelled};
+  const bool over = !wait_.queue || (wait_.deadline && now >= *wait_.deadline);
+  if (over && wait_.confirms > 0) return Step{Step::Kind::not_replicated};
+  if (now >= grant_.valid_until) {  // not renewed in time (a server down): nobody holds it
+    lose_unconfirmed();
+    return next(now, ctx);
+  }
+  if (wait_.retry_at && now < *wait_.retry_at) {
+    return Step{Step::Kind::wait, wait_.deadline ? std::min(*wait_.retry_at, *wait_.deadline) : *wait_.retry_at};
+  }
+  wait_.retry_at.reset();
+  ++wait_.confirms;
+  Step step{Step::Kind::confirm};
+  step.sync = sync_for(now);
+  return step;
+}
+
+// One WAIT's timeout: sync_timeout, less if the wait's deadline is nearer,
+// never below kMinSyncWait (WAIT 0 blocks for ever).
+milliseconds Claim::sync_for(SteadyTime now) const {
+  milliseconds t = cfg_.sync.timeout;
+  if (wait_.deadline) t = std::min(t, std::chrono::ceil<milliseconds>(*wait_.deadline - now));
+  return std::max(t, retry::kMinSyncWait);
+}
+
+// The grant went (it expired, or could not be renewed) before replicas
+// acknowledged it: nobody held it. The wait goes on as one whose entry
+// expired, asking again (at the tail); a try ends busy.
+void Claim::lose_unconfirmed() {
+  grant_.lease_confirmed = false;
+  if (!wait_.queue) {
+    state_ = State::idle;
+    wait_.outcome = Step::Kind::busy;
+    return;
+  }
+  state_ = State::waiting;
+  wait_.kicked = true;
 }
 
 // A grant handed to us (PUBLISH or heartbeat) needs no round trip, if it is
 // for our current place and still fresh.
-std::optional<Step> Claim::take_signal(SteadyTime now) {
+std::optional<Step> Claim::take_signal(SteadyTime now, const WaitContext& ctx) {
   if (!wait_.signalled) return std::nullopt;
   wait_.signalled = false;
   const SteadyTime valid = grant_.lease_confirmed ? grant_.valid_until : wait_.refreshed_at + handoff_validity();
@@ -66,7 +114,10 @@ std::optional<Step> Claim::take_signal(SteadyTime now) {
     grant_.lease_confirmed = false;
     wait_.kicked = true;  // too late to trust it blindly: ask Redis
   } else {
-    return granted_with(wait_.signal_fence, valid);  // the next heartbeat renews it once (beat_item)
+    // The next heartbeat renews it once (beat_item). Written by another
+    // call (a release's handoff): with sync_replicas, confirmed by our own.
+    grant(wait_.signal_fence, valid, false);
+    return next(now, ctx);
   }
   return std::nullopt;
 }
@@ -91,6 +142,18 @@ std::chrono::milliseconds Claim::handoff_validity() const {
 // its deadline is no earlier.)
 SteadyTime Claim::server_deadline(SteadyTime sent, long long remaining_ms) {
   return sent + milliseconds(std::max(0LL, remaining_ms)) - kServerClockStep;
+}
+
+// A grant reported to this wait; unless `acknowledged` (or sync_replicas is
+// off), it is confirmed first (confirm_step).
+void Claim::grant(std::uint64_t fence, SteadyTime valid_until, bool acknowledged) {
+  if (acknowledged || cfg_.sync.replicas == 0) {
+    granted_with(fence, valid_until);
+    return;
+  }
+  state_ = State::confirming;
+  grant_.fence = fence;
+  grant_.valid_until = valid_until;
 }
 
 Step Claim::granted_with(std::uint64_t fence, SteadyTime valid_until) {
@@ -132,7 +195,7 @@ void Claim::note_next_expiry(long long next_ms, SteadyTime sent) {
   wait_.expiry_at = sent + milliseconds(std::max(0LL, next_ms) + 2);
 }
 
-Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
+Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent, int acks) {
   wait_.asked = true;
   wait_.backoff = retry::kFirstBackoff;
   wait_.failing_since.reset();
@@ -140,7 +203,8 @@ Effects Claim::on_acquired(const Acquired& reply, SteadyTime sent) {
   switch (reply.status) {
     case Acquired::Status::granted:
       grant_.lease_confirmed = true;
-      granted_with(reply.fence, server_deadline(sent, reply.remaining_ms));
+      if (acks >= 0) ++wait_.confirms;
+      grant(reply.fence, server_deadline(sent, reply.remaining_ms), acknowledged(acks));
       return fx;
     case Acquired::Status::busy:
       state_ = State::idle;
@@ -221,12 +285,45 @@ void Claim::on_gave_up(const CancelResult& reply, SteadyTime sent) {
     // Granted while we were giving up (a handoff, or a call of ours that
     // ran late): keep it, for exactly as long as the server says.
     grant_.lease_confirmed = true;
-    granted_with(reply.fence, server_deadline(sent, reply.remaining_ms));
+    grant(reply.fence, server_deadline(sent, reply.remaining_ms), false);
     return;
   }
   state_ = State::idle;
   wait_.outcome = Step::Kind::timed_out;
   counters_.add(&Stats::timeouts);
+}
+
+void Claim::on_confirmed(const BeatResult& result, int acks, SteadyTime sent) {
+  if (state_ != State::confirming) return;
+  wait_.backoff = retry::kFirstBackoff;
+  if (result.status == BeatResult::Status::holding && static_cast<std::uint64_t>(result.value) == grant_.fence) {
+    grant_.lease_confirmed = true;
+    const SteadyTime valid = server_deadline(sent, result.ms);
+    // Acknowledged, it is believed valid until this renewal's deadline,
+    // which the WAIT covered: not a later one the heartbeat may have seen.
+    if (acknowledged(acks)) {
+      granted_with(grant_.fence, valid);
+    } else {
+      grant_.valid_until = std::max(grant_.valid_until, valid);  // alive: WAIT again
+    }
+    return;
+  }
+  if (result.status == BeatResult::Status::evicted) {
+    state_ = State::waiting;
+    on_evicted();
+    return;
+  }
+  lose_unconfirmed();
+}
+
+void Claim::on_confirm_failed(SteadyTime now) {
+  wait_.retry_at = now + wait_.backoff;
+  wait_.backoff = std::min(wait_.backoff * 2, retry::kMaxBackoff);
+}
+
+void Claim::finish_not_replicated() {
+  state_ = State::idle;
+  wait_.outcome = Step::Kind::not_replicated;
 }
 
 void Claim::finish_cancelled() {
@@ -252,7 +349,7 @@ void Claim::abort() {
 
 ReleasePlan Claim::begin_release() {
   ReleasePlan plan;
-  if (state_ == State::idle || state_ == State::waiting) return plan;
+  if (state_ == State::idle || waiting()) return plan;
   plan.member = wait_.member;
   plan.queued_first = wait_.ticket != 0;
   if (state_ == State::shut_down) {
@@ -266,7 +363,7 @@ ReleasePlan Claim::begin_release() {
 }
 
 std::optional<std::string> Claim::on_shutdown() {
-  if (state_ == State::waiting) {
+  if (waiting()) {
     wait_.cancelled = true;
   } else if (state_ == State::held) {
     state_ = State::shut_down;
@@ -276,7 +373,7 @@ std::optional<std::string> Claim::on_shutdown() {
 }
 
 bool Claim::cancel() {
-  if (state_ != State::waiting) return false;
+  if (!waiting()) return false;
   wait_.cancelled = true;
   return true;
 }
@@ -290,19 +387,31 @@ std::string Claim::mark_lost(std::string why) {
 
 // ---------------------------------------------------------------- the session's events
 
+SessionMember::Beat Claim::renewal(milliseconds lease) const {
+  return SessionMember::Beat{wait_.member, lease, true, lease.count() > 0 ? cfg_.sync : SyncWait{}};
+}
+
 std::optional<SessionMember::Beat> Claim::beat_item(SteadyTime now, Effects& effects) {
+  if (state_ == State::confirming && now >= grant_.valid_until) {
+    lose_unconfirmed();
+    effects.wake = true;
+  }
   if (state_ == State::waiting) return SessionMember::Beat{wait_.member, cfg_.lease, false};
+  // Kept alive while confirmed (its confirm calls WAIT, not this renewal).
+  if (state_ == State::confirming) return SessionMember::Beat{wait_.member, cfg_.lease, true};
   if (state_ != State::held) return std::nullopt;
   if (now >= grant_.valid_until) {
-    std::string why = "lease ran out before a renewal succeeded";
+    std::string why = cfg_.sync.replicas == 0 ? "lease ran out before a renewal succeeded"
+                                              : "lease ran out before a renewal was acknowledged by " +
+                                                    std::to_string(cfg_.sync.replicas) + " replica(s)";
     if (!grant_.beat_error.empty()) why += " (last heartbeat error: " + grant_.beat_error + ")";
     effects.lost = mark_lost(why);
     return std::nullopt;
   }
-  if (cfg_.auto_renew || !grant_.lease_confirmed) return SessionMember::Beat{wait_.member, cfg_.lease, true};
+  if (cfg_.auto_renew || !grant_.lease_confirmed) return renewal(cfg_.lease);
   // Not renewed, but checked: an eviction or a loss is learned within one
   // heartbeat interval.
-  return SessionMember::Beat{wait_.member, milliseconds(0), true};
+  return renewal(milliseconds(0));
 }
 
 Effects Claim::on_beat(const std::string& member, bool sent_as_holder, std::chrono::milliseconds sent_lease,
@@ -328,9 +437,19 @@ Effects Claim::on_beat(const std::string& member, bool sent_as_holder, std::chro
     } else if (result.status == BeatResult::Status::evicted) {
       on_evicted();
     }
+  } else if (state_ == State::confirming) {
+    on_beat_confirming(result, sent_as_holder, sent_at, fx);
   } else if (state_ == State::held) {
     if (result.status == BeatResult::Status::holding && static_cast<std::uint64_t>(result.value) == grant_.fence) {
-      grant_.valid_until = std::max(grant_.valid_until, server_deadline(sent_at, result.ms));
+      // What the holder believes (owns(), and the loss it reports when this
+      // runs out): without sync_replicas, the deadline of the last renewal
+      // the master answered, which a failover to a replica that missed it
+      // takes back (the grant then ends earlier than believed, by up to a
+      // lease: README "High availability"). With it, only the deadline of a
+      // renewal that WAIT found on sync_replicas replicas.
+      if (acknowledged(result.acks)) {
+        grant_.valid_until = std::max(grant_.valid_until, server_deadline(sent_at, result.ms));
+      }
       if (sent_lease.count() > 0) grant_.lease_confirmed = true;
     } else if (sent_as_holder) {  // a beat sent while we still waited says nothing about the grant
       fx.lost =
@@ -339,6 +458,22 @@ Effects Claim::on_beat(const std::string& member, bool sent_as_holder, std::chro
     }
   }
   return fx;
+}
+
+// A grant being confirmed: a renewal keeps it alive (what its holder will
+// believe is only what a confirm's WAIT covers); gone, nobody held it.
+void Claim::on_beat_confirming(const BeatResult& result, bool sent_as_holder, SteadyTime sent_at, Effects& fx) {
+  if (result.status == BeatResult::Status::holding && static_cast<std::uint64_t>(result.value) == grant_.fence) {
+    grant_.valid_until = std::max(grant_.valid_until, server_deadline(sent_at, result.ms));
+  } else if (sent_as_holder) {
+    fx.wake = true;
+    if (result.status == BeatResult::Status::evicted) {
+      state_ = State::waiting;
+      on_evicted();
+    } else {
+      lose_unconfirmed();
+    }
+  }
 }
 
 void Claim::on_beat_error(const std::string& member, const std::string& error) {

@@ -21,6 +21,10 @@ struct ClaimConfig {
   std::chrono::milliseconds lease;
   std::chrono::milliseconds liveness;
   bool auto_renew;
+  // Options::sync_replicas (0: off), sync_timeout and the PUBLISH channel
+  // before each WAIT (node/sync_wait.h): a grant is the caller's only once
+  // WAIT confirmed that many replicas have it.
+  SyncWait sync{};
 };
 
 // What the driver knows of the client when it asks for the next step.
@@ -40,10 +44,17 @@ struct Step {
     timed_out,  // done: left the queue at the deadline
     busy,       // done: try_lock found no free permit
     evicted,    // done: an operator evicted the waiter; it is in no queue
+    // With sync_replicas, a grant not yet acknowledged by enough replicas:
+    confirm,         // renew it and WAIT `sync` (confirm_call), then on_confirmed / on_confirm_failed
+    not_replicated,  // the deadline passed unacknowledged: leave (releasing it), then finish_not_replicated
   } kind;
   SteadyTime until{};
   bool queue = true;
   bool first = false;  // the wait's first ask: its member was never sent
+  // ask, confirm: WAIT this long after the call, on its connection (0: no
+  // WAIT). A first ask's grant is that call's own write; any other comes
+  // from a confirm.
+  std::chrono::milliseconds sync{0};
 };
 
 // What a release has to do.
@@ -69,8 +80,14 @@ class Claim {
   // waiting, or holding a grant found lost that release() has not taken.
   void begin(std::string member, bool queue, std::optional<SteadyTime> deadline, const std::string& name);
   Step next(SteadyTime now, const WaitContext& ctx);
-  // The acquire reply of a call sent at `sent`.
-  Effects on_acquired(const Acquired& reply, SteadyTime sent);
+  // The acquire reply of a call sent at `sent`; `acks`: what the WAIT after
+  // it answered, if the step asked for one.
+  Effects on_acquired(const Acquired& reply, SteadyTime sent, int acks = -1);
+  // The confirm call sent at `sent` came back (its heartbeat result and what
+  // WAIT answered), or failed in a way that a retry may cure.
+  void on_confirmed(const BeatResult& result, int acks, SteadyTime sent);
+  void on_confirm_failed(SteadyTime now);
+  void finish_not_replicated();
   // How an acquire call failed.
   enum class Failure {
     refused,   // an error reply: not retried
@@ -108,7 +125,9 @@ class Claim {
   std::optional<std::uint64_t> waiting_ticket() const;
 
   bool owns(SteadyTime now) const { return state_ == State::held && now < grant_.valid_until; }
-  bool waiting() const { return state_ == State::waiting; }
+  // Waiting, or granted but not yet acknowledged (confirming): the caller
+  // does not hold it, and leaving releases it.
+  bool waiting() const { return state_ == State::waiting || state_ == State::confirming; }
   std::optional<SteadyTime> deadline() const { return wait_.deadline; }
   // The grant of `member` is this claim's (held, or held and found lost).
   bool holds(const std::string& member) const {
@@ -116,15 +135,26 @@ class Claim {
   }
   std::uint64_t fence() const { return grant_.fence; }
   const std::string& member() const { return wait_.member; }
+  // The WAIT a step asks for (Step::sync), as node/sync_wait.h sends it.
+  SyncWait sync_wait(const Step& step) const { return SyncWait{cfg_.sync.replicas, step.sync, cfg_.sync.channel}; }
 
  private:
-  enum class State { idle, waiting, held, lost, shut_down };
-  Step ask(bool queue);
+  // confirming: granted in Redis, not yet acknowledged by sync_replicas
+  // replicas (no caller holds it: owns() is false, unlock() finds nothing).
+  enum class State { idle, waiting, confirming, held, lost, shut_down };
+  Step ask(bool queue, SteadyTime now);
   Step granted_with(std::uint64_t fence, SteadyTime valid_until);
+  void grant(std::uint64_t fence, SteadyTime valid_until, bool acknowledged);
+  Step confirm_step(SteadyTime now, const WaitContext& ctx);
+  std::chrono::milliseconds sync_for(SteadyTime now) const;
+  bool acknowledged(int acks) const { return cfg_.sync.replicas == 0 || acks >= cfg_.sync.replicas; }
+  void lose_unconfirmed();
+  void on_beat_confirming(const BeatResult& result, bool sent_as_holder, SteadyTime sent_at, Effects& fx);
+  SessionMember::Beat renewal(std::chrono::milliseconds lease) const;
   std::chrono::milliseconds handoff_validity() const;
   static SteadyTime server_deadline(SteadyTime sent, long long remaining_ms);
   void note_next_expiry(long long next_ms, SteadyTime sent);
-  std::optional<Step> take_signal(SteadyTime now);
+  std::optional<Step> take_signal(SteadyTime now, const WaitContext& ctx);
   SteadyTime wake_time(SteadyTime now, const WaitContext& ctx) const;
   std::chrono::steady_clock::duration poll_interval(std::chrono::milliseconds heartbeat_period) const;
   std::string mark_lost(std::string why);
@@ -157,6 +187,7 @@ class Claim {
     std::optional<SteadyTime> retry_at{};       // after a failed ask
     std::optional<SteadyTime> failing_since{};  // asks have failed in a row since then
     std::chrono::milliseconds backoff = retry::kFirstBackoff;
+    int confirms = 0;  // WAITs sent for its grant (a first ask's included)
   };
   // The grant, as the server reported it; reset by begin() but for its fence.
   struct Grant {

@@ -118,7 +118,11 @@ void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups
   };
   std::vector<BeatName> calls;
   std::vector<Chunk> chunks;
+  SyncWait sync;  // the most replicas a renewal here needs (none: no WAIT)
   for (auto& [name, group] : groups) {
+    for (const auto& item : group.items) {
+      if (item.second.sync.replicas > sync.replicas) sync = item.second.sync;
+    }
     const SessionMember& first = *group.items.front().first;
     for (std::size_t begin = 0; begin < group.items.size(); begin += kBeatCallSize) {
       const std::size_t end = std::min(group.items.size(), begin + kBeatCallSize);
@@ -134,7 +138,7 @@ void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups
   const auto sent_at = steady_clock::now();
   std::vector<BeatReply> replies;
   try {
-    replies = heartbeat(server, liveness_, calls);  // one round trip for every name here
+    replies = heartbeat(server, liveness_, calls, sync);  // one round trip for every name here
   } catch (const std::exception& e) {
     log_.warn("fairlock: heartbeat failed: {}", e.what());
     for (auto& [name, group] : groups) {

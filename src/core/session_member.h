@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "node/sync_wait.h"
 #include "protocol/calls.h"
 
 namespace fairlock::detail {
@@ -18,6 +19,10 @@ class SessionMember {
     std::string member;
     std::chrono::milliseconds lease;
     bool holder;  // collected while holding (not while waiting)
+    // A renewal that extends what its holder believes only once this many
+    // replicas acknowledged it (Options::sync_replicas): the round ends with
+    // WAIT, and the results carry the acks.
+    SyncWait sync{};
   };
   virtual ~SessionMember() = default;
   virtual const Keys& keys() const noexcept = 0;

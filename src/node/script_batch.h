@@ -6,8 +6,10 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
+#include "node/sync_wait.h"
 #include "protocol/scripts.h"
 
 struct redisReply;
@@ -23,6 +25,12 @@ class ScriptBatch {
   using OnReply = std::function<void(const redisReply* reply, const std::exception_ptr& error)>;
 
   void add(Server& server, ScriptCall call, OnReply on_reply);
+  // A call whose writes must reach `sync.replicas` replicas: its round trip
+  // ends with the sync tail (node/sync_wait.h; one for all such calls in it,
+  // with the shortest timeout asked), and its continuation also gets what
+  // WAIT answered. A WAIT refused fails the synced calls only.
+  using OnSynced = std::function<void(const redisReply* reply, int acks, const std::exception_ptr& error)>;
+  void add_synced(Server& server, ScriptCall call, const SyncWait& sync, OnSynced on_reply);
   bool empty() const { return by_server_.empty(); }
   // Sends everything and runs every continuation, in the order added per
   // server; the batch is empty afterwards.
@@ -32,7 +40,10 @@ class ScriptBatch {
   struct Pending {
     ScriptCall call;
     OnReply on_reply;
+    SyncWait sync{};  // add_synced's (replicas 0: add's)
+    OnSynced on_synced{};
   };
+  static std::optional<SyncWait> tail_of(const std::vector<Pending>& pending, std::size_t from, std::size_t to);
   static void run_chunk(Server& server, std::vector<Pending>& pending, std::size_t from, std::size_t to);
   std::map<Server*, std::vector<Pending>> by_server_;
 };

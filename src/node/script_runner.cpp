@@ -66,6 +66,11 @@ ScriptRunner::ScriptRunner(ScriptWay way, std::function<void()> on_reload,
 
 std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptCall>& calls, milliseconds budget,
                                         const std::vector<Argv>& tail) {
+  if (!tail.empty() && !seen_loaded_.load()) {
+    std::vector<ReplyPtr> replies = run(c, calls, budget);
+    for (auto& r : c.pipeline(tail)) replies.push_back(std::move(r));
+    return replies;
+  }
   const ScriptWay way = way_.load();  // once: the batch and what it records as sent agree
   Batch b{calls, {}, std::vector<ScriptWay>(calls.size(), way), way};
   std::vector<Argv> argv;
@@ -79,9 +84,11 @@ std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptC
   b.replies.resize(calls.size());
   const auto give_up_at = steady_clock::now() + budget;
   milliseconds backoff(0);
+  bool rerun = false;
   // Load and re-run the calls that did not run. The server may lose the
   // scripts again meanwhile: retry, with a short backoff, within the budget.
   for (auto missing = not_run(b); !missing.empty(); missing = not_run(b)) {
+    rerun = true;
     if (steady_clock::now() >= give_up_at) {
       throw ScriptsFlushed("fairlock: the server kept losing fairlock's scripts (FUNCTION or SCRIPT FLUSH)");
     }
@@ -90,6 +97,8 @@ std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptC
     if (on_reload_) on_reload_();
     load_and_run(c, b, missing);
   }
+  seen_loaded_ = true;
+  if (rerun && !tail.empty()) tail_replies = c.pipeline(tail);
   for (auto& r : tail_replies) b.replies.push_back(std::move(r));
   return std::move(b.replies);
 }

@@ -50,7 +50,12 @@ class ScriptRunner {
   // while the server keeps losing them, for at most `budget`; then throws
   // ScriptsFlushed. Other error replies are left in place for the caller.
   // Plain commands in `tail` go in the same first pipeline, after the
-  // calls, and are never sent again; their replies follow the calls'.
+  // calls; their replies follow the calls'. If calls had to be run again,
+  // the tail is sent again after them: it always follows every call that
+  // ran (a WAIT in it counts their writes). Until a call of this runner
+  // has run, the tail goes after the calls in a round trip of its own: the
+  // first calls on a server usually load the scripts, and a WAIT sent
+  // before their re-run would wait its whole timeout in vain.
   std::vector<ReplyPtr> run(Connection& c, const std::vector<ScriptCall>& calls, std::chrono::milliseconds budget,
                             const std::vector<Argv>& tail = {});
   ScriptWay way() const { return way_.load(); }
@@ -69,6 +74,9 @@ class ScriptRunner {
   void fall_back(const std::string& why);
 
   std::atomic<ScriptWay> way_;
+  // A call of this runner came back run (the library or scripts were there):
+  // until then a tail goes in a round trip of its own (see run).
+  std::atomic<bool> seen_loaded_{false};
   std::function<void()> on_reload_;
   std::function<void(const std::string&)> on_fallback_;
 };

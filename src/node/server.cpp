@@ -61,19 +61,23 @@ ReplyPtr Server::run_one(ScriptCall call) {
   return std::move(run_batch(calls, Lane::commands).front());
 }
 
-std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane) {
-  const auto run = [&](Connection& c) { return master_only(c, run_riding(c, calls)); };
+std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane,
+                                        const std::vector<Argv>& tail) {
+  const auto run = [&](Connection& c) { return master_only(c, run_riding(c, calls, tail)); };
   return lane == Lane::heartbeat ? heartbeat_.with(run) : commands_.with(run);
 }
 
 // Script calls, with the registration's SET last in their pipeline when due:
 // a heartbeat round's, or (a client idle longer than the registration's
 // expiry runs no heartbeat) the first calls after the idle time.
-std::vector<ReplyPtr> Server::run_riding(Connection& c, const std::vector<ScriptCall>& calls) {
+std::vector<ReplyPtr> Server::run_riding(Connection& c, const std::vector<ScriptCall>& calls,
+                                         const std::vector<Argv>& tail) {
   const auto now = std::chrono::steady_clock::now();
   const std::optional<Argv> refresh = registration_.due(now);
-  if (!refresh) return scripts_.run(c, calls, target_.command_timeout);
-  std::vector<ReplyPtr> replies = scripts_.run(c, calls, target_.command_timeout, {*refresh});
+  if (!refresh) return scripts_.run(c, calls, target_.command_timeout, tail);
+  std::vector<Argv> with_refresh = tail;
+  with_refresh.push_back(*refresh);
+  std::vector<ReplyPtr> replies = scripts_.run(c, calls, target_.command_timeout, with_refresh);
   registration_.written(*replies.back(), now);
   replies.pop_back();
   return replies;

@@ -52,8 +52,10 @@ class Server {
   // One script call; an error reply is returned in place.
   ReplyPtr run_one(ScriptCall call);
   // Script calls in one round trip; error replies are left in place. On the
-  // heartbeat lane, the registration's refresh rides along when due.
-  std::vector<ReplyPtr> run_batch(const std::vector<ScriptCall>& calls, Lane lane);
+  // heartbeat lane, the registration's refresh rides along when due. Plain
+  // commands in `tail` follow the calls on the same connection (a WAIT:
+  // node/sync_wait.h); their replies follow the calls'.
+  std::vector<ReplyPtr> run_batch(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail = {});
   // A plain command; an error reply is thrown typed.
   ReplyPtr command(const Argv& argv);
   std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
@@ -68,7 +70,7 @@ class Server {
   bool reached() const noexcept;
 
  private:
-  std::vector<ReplyPtr> run_riding(Connection& c, const std::vector<ScriptCall>& calls);
+  std::vector<ReplyPtr> run_riding(Connection& c, const std::vector<ScriptCall>& calls, const std::vector<Argv>& tail);
   std::vector<ReplyPtr> master_only(Connection& c, std::vector<ReplyPtr> replies);
   const Target target_;
   Counters& counters_;

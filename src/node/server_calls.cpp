@@ -18,6 +18,28 @@ Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& a) {
   return parse_acquired(*server.run_one(acquire_call(keys, a)));
 }
 
+namespace {
+
+// One call and the sync tail, in one round trip on one connection.
+template <class T, class Parse>
+Synced<T> run_synced(Server& server, const ScriptCall& call, const SyncWait& sync, Parse parse) {
+  const SyncTail tail(sync);
+  std::vector<ScriptCall> calls{call};
+  std::vector<ReplyPtr> replies = server.run_batch(calls, Lane::commands, tail.commands());
+  T reply = parse(*replies.front());
+  return Synced<T>{std::move(reply), SyncTail::acks(replies)};
+}
+
+}  // namespace
+
+Synced<Acquired> acquire(Server& server, const Keys& keys, const AcquireArgs& a, const SyncWait& sync) {
+  return run_synced<Acquired>(server, acquire_call(keys, a), sync, parse_acquired);
+}
+
+Synced<BeatResult> confirm(Server& server, const ScriptCall& call, const SyncWait& sync) {
+  return run_synced<BeatResult>(server, call, sync, parse_confirmed);
+}
+
 bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first) {
   return parse_released(*server.run_one(release_call(keys, member, permits, queued_first)));
 }
@@ -33,14 +55,22 @@ CancelResult cancel(Server& server, const Keys& keys, std::string_view member, s
   return parse_cancelled(*server.run_one(cancel_call(keys, member, permits)));
 }
 
-std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const std::vector<BeatName>& names) {
+std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const std::vector<BeatName>& names,
+                                 const SyncWait& sync) {
   std::vector<ScriptCall> calls;
   calls.reserve(names.size());
   for (const auto& n : names) calls.push_back(heartbeat_call(n, liveness));
-  std::vector<ReplyPtr> replies = server.run_batch(calls, Lane::heartbeat);
+  std::optional<SyncTail> tail;
+  if (sync.replicas > 0) tail.emplace(sync);
+  std::vector<ReplyPtr> replies =
+      server.run_batch(calls, Lane::heartbeat, tail ? tail->commands() : std::vector<Argv>{});
+  const int acks = tail ? SyncTail::acks(replies) : -1;
   std::vector<BeatReply> out;
   out.reserve(names.size());
-  for (std::size_t i = 0; i < names.size(); ++i) out.push_back(parse_beats(*replies[i], names[i]));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out.push_back(parse_beats(*replies[i], names[i]));
+    for (auto& r : out.back().results) r.acks = acks;
+  }
   return out;
 }
 

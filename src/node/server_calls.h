@@ -11,11 +11,23 @@
 
 #include "fairlock/client.h"
 #include "node/server.h"
+#include "node/sync_wait.h"
 #include "protocol/calls.h"
 
 namespace fairlock::detail {
 
 Acquired acquire(Server& server, const Keys& keys, const AcquireArgs& args);
+// With Options::sync_replicas: a call followed, on its connection and in
+// its round trip, by `sync`'s tail (node/sync_wait.h); `acks` is what WAIT
+// answered.
+template <class T>
+struct Synced {
+  T reply;
+  int acks = -1;
+};
+Synced<Acquired> acquire(Server& server, const Keys& keys, const AcquireArgs& args, const SyncWait& sync);
+// The confirmation of a grant not yet acknowledged (protocol/calls.h confirm_call).
+Synced<BeatResult> confirm(Server& server, const ScriptCall& call, const SyncWait& sync);
 bool release(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits, bool queued_first);
 struct ReleaseCall {
   const Keys* keys;
@@ -25,8 +37,10 @@ struct ReleaseCall {
 // Many releases in one round trip (shutdown); error replies are ignored.
 void release_all(Server& server, const std::vector<ReleaseCall>& calls);
 CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits);
-std::vector<BeatReply> heartbeat(Server& server, std::chrono::milliseconds liveness,
-                                 const std::vector<BeatName>& names);
+// With `sync` (a renewal among them), the round ends with its tail and
+// every result carries its acks.
+std::vector<BeatReply> heartbeat(Server& server, std::chrono::milliseconds liveness, const std::vector<BeatName>& names,
+                                 const SyncWait& sync = {});
 
 QueueState inspect(Server& server, const Keys& keys, std::string name, std::size_t max_waiters);
 // Fills each holder's and waiter's client_id from its member, and host, pid

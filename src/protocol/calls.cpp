@@ -145,6 +145,17 @@ BeatReply parse_beats(const redisReply& r, const BeatName& name) {
   return out;
 }
 
+ScriptCall confirm_call(const Keys& keys, std::uint32_t permits, std::string_view member, milliseconds lease,
+                        milliseconds liveness) {
+  return ScriptCall{
+      Script::heartbeat, &keys, {str(permits), str(liveness.count()), std::string(member), str(lease.count())}};
+}
+
+BeatResult parse_confirmed(const redisReply& r) {
+  if (is_error(r)) throw_reply_error(r, "fairlock heartbeat");
+  return parse_beat(r, 0);
+}
+
 ScriptCall inspect_call(const Keys& keys, std::size_t max_waiters) {
   const std::size_t limit = std::min<std::size_t>(max_waiters, 100000);
   return ScriptCall{Script::inspect, &keys, {std::to_string(limit)}};

@@ -76,6 +76,9 @@ struct BeatResult {
   // waiting: ms until the earliest holder deadline (-1: none); holding: ms
   // from the script's TIME to the grant's deadline (after any renewal)
   long long ms = -1;
+  // Not the script's: the replicas that acknowledged the round's writes
+  // (Options::sync_replicas, node/sync_wait.h); -1 when none were asked to.
+  int acks = -1;
 };
 struct BeatReply {
   std::string error;                // the name's call failed with this error reply
@@ -84,6 +87,14 @@ struct BeatReply {
 ScriptCall heartbeat_call(const BeatName& name, std::chrono::milliseconds liveness);
 // An error reply is returned in BeatReply::error, not thrown.
 BeatReply parse_beats(const redisReply& reply, const BeatName& name);
+
+// The confirmation of a grant (Options::sync_replicas): the heartbeat of
+// the one member that holds it, renewing it to `lease`; its reply says
+// whether the grant is still there, with which fence and until when.
+ScriptCall confirm_call(const Keys& keys, std::uint32_t permits, std::string_view member,
+                        std::chrono::milliseconds lease, std::chrono::milliseconds liveness);
+// An error reply is thrown typed.
+BeatResult parse_confirmed(const redisReply& reply);
 
 ScriptCall inspect_call(const Keys& keys, std::size_t max_waiters);
 QueueState parse_inspected(const redisReply& reply, std::string name);

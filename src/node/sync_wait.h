@@ -1,0 +1,45 @@
+#pragma once
+// Replica acknowledgement (Options::sync_replicas): what ends a pipeline
+// whose writes must reach N replicas before its caller believes them, and
+// what WAIT answered. WAIT counts the replication offset of its own
+// connection's last write that propagated, and a script whose writes change
+// nothing (a renewal to the deadline a grant already has) propagates
+// nothing; so the tail is [PUBLISH <prefix>:wake:sync "", WAIT N timeout]:
+// the PUBLISH always propagates (standalone and Sentinel) and reaches no
+// subscriber (no client id is "sync"), and the WAIT after it counts every
+// write the server made before it, on any connection: the pipeline's own
+// scripts, or a grant a release script wrote elsewhere (a handoff).
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "net/connection.h"
+#include "net/reply.h"
+
+namespace fairlock::detail {
+
+struct SyncWait {
+  int replicas = 0;                      // 0: nothing asked (no tail)
+  std::chrono::milliseconds timeout{0};  // the WAIT's, > 0 when replicas > 0
+  std::string channel;                   // the PUBLISH's: wake_channel(prefix, "sync")
+};
+
+// The tail's commands; they refer to its own strings (neither copied nor moved).
+class SyncTail {
+ public:
+  explicit SyncTail(const SyncWait& wait);
+  SyncTail(const SyncTail&) = delete;
+  SyncTail& operator=(const SyncTail&) = delete;
+  const std::vector<Argv>& commands() const { return commands_; }
+  // The replicas that acknowledged, from the replies of a pipeline that ended
+  // with commands(); an error reply (e.g. NOPERM: the user may not WAIT) is
+  // thrown typed.
+  static int acks(const std::vector<ReplyPtr>& replies);
+  static constexpr std::size_t kSize = 2;
+
+ private:
+  std::string channel_, replicas_, timeout_;
+  std::vector<Argv> commands_;
+};
+
+}  // namespace fairlock::detail
