@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   } catch (const fairlock::EvictedError& e) {
     std::fprintf(stderr, "fairlock: %s\n", e.what());
     return kEvicted;
+  } catch (const fairlock::NotReplicatedError& e) {
+    std::fprintf(stderr, "fairlock: %s\n", e.what());
+    return kUnavailable;  // the replicas may be back soon
   } catch (const fairlock::ConnectionError& e) {
     std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
     return kUnavailable;

@@ -28,6 +28,7 @@ const OptionSpec kOptions[] = {
     {"--conflict-exit-code", 'E', true, " run "},
     {"--kill-on-loss", 'k', false, " run "},
     {"--verbose", 'v', false, " run "},
+    {"--sync-replicas", 0, true, " run "},
     {"--json", 0, false, " status list "},
     {"--interval", 0, true, " watch "},
     {"--count", 0, true, " watch "},

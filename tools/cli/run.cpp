@@ -191,7 +191,11 @@ int cmd_run(const Args& a) {
   if (s.wait) dog.emplace(exit_by, s.name, s.conflict);
   std::atomic<bool> lost{false};
   s.lock.on_lost = report_loss(lost, s.kill_on_loss, s.name);
-  fairlock::Client client(client_options(a, fairlock::Notify::publish));
+  fairlock::Options options = client_options(a, fairlock::Notify::publish);
+  if (a.has("--sync-replicas")) {
+    options.sync_replicas = static_cast<int>(parse_count(a.values.at("--sync-replicas"), "--sync-replicas", 0, 16));
+  }
+  fairlock::Client client(options);
   std::optional<Progress> progress;
   if (s.verbose || ::isatty(STDERR_FILENO)) {
     progress.emplace(client, s.name);

@@ -29,6 +29,8 @@ Options (defaults: permits 1, lease 10s, wait forever, liveness 5s):
                         do not start CMD if lost before it started)
   -v, --verbose         progress on stderr: place in line (#0 is next), held,
                         released (always when stderr is a terminal)
+  --sync-replicas N     start CMD only once N replicas have the grant (WAIT);
+                        renewals too; not acknowledged by --wait: 69
 A waiter that stops renewing leaves the queue after its liveness (5s).
 
 Signals: CMD runs in a process group of its own, made the terminal's
