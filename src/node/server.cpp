@@ -26,6 +26,14 @@ std::string Server::where() const {
   return target_.locator ? "the master of '" + target_.locator->master_name() + "'" : target_.endpoint.where();
 }
 
+void Server::follow_master() noexcept {
+  if (!target_.locator) return;
+  try {
+    target_.locator->locate(target_.endpoint, {});
+  } catch (const std::exception&) {  // the next connection asks again, and says why
+  }
+}
+
 bool Server::reached() const noexcept {
   return commands_.reached() || heartbeat_.reached() || (target_.locator && target_.locator->named());
 }
