@@ -1,6 +1,8 @@
-// What Options::sync_replicas costs per grant, as ratios to the same run
-// without it: `fairlock_sync_cost <master port>` against a master with two
-// replicas (bench/sync_cost.sh starts them). Uncontended: one client's
+// What Options::sync_replicas costs per grant, and what going through
+// Sentinel costs, as ratios to the same run without either:
+// `fairlock_sync_cost <master port> [blocks] [rounds] [sentinel url]`
+// against a master with two replicas and three sentinels watching it
+// (bench/sync_cost.sh starts them). Uncontended: one client's
 // lock+unlock pairs, in blocks interleaved across N = 0, 1, 2 (medians of
 // the blocks). Contended: W = 16 threads, each with a Client of its own, on
 // one lock, in rounds alternating N (median grants/s over the rounds).
@@ -19,12 +21,17 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kLevels[] = {0, 1, 2};
+// One way to use the same master: its URL and sync_replicas.
+struct Way {
+  std::string label;
+  std::string url;
+  int replicas;
+};
 
-fairlock::Options options(int port, int replicas) {
+fairlock::Options options(const Way& way) {
   fairlock::Options o;
-  o.url = "redis://127.0.0.1:" + std::to_string(port);
-  o.sync_replicas = replicas;
+  o.url = way.url;
+  o.sync_replicas = way.replicas;
   return o;
 }
 
@@ -44,9 +51,9 @@ double pair_us(fairlock::FairLock& lock, int pairs) {
 }
 
 // Grants per second of `w` threads on one name for `run`.
-double contended_rate(int port, int replicas, int w, std::chrono::milliseconds run, const std::string& name) {
+double contended_rate(const Way& way, int w, std::chrono::milliseconds run, const std::string& name) {
   std::vector<std::unique_ptr<fairlock::Client>> clients;
-  for (int i = 0; i < w; ++i) clients.push_back(std::make_unique<fairlock::Client>(options(port, replicas)));
+  for (int i = 0; i < w; ++i) clients.push_back(std::make_unique<fairlock::Client>(options(way)));
   std::atomic<bool> stop{false};
   std::atomic<long> grants{0};
   std::vector<std::thread> threads;
@@ -71,37 +78,39 @@ double contended_rate(int port, int replicas, int w, std::chrono::milliseconds r
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: fairlock_sync_cost <master port> [blocks] [rounds]\n");
+    std::fprintf(stderr, "usage: fairlock_sync_cost <master port> [blocks] [rounds] [sentinel url]\n");
     return 2;
   }
-  const int port = std::atoi(argv[1]);
+  const std::string direct = "redis://127.0.0.1:" + std::string(argv[1]);
   const int blocks = argc > 2 ? std::atoi(argv[2]) : 15;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
-  std::vector<double> pair[3], rate[3];
+  std::vector<Way> ways = {{"direct N=0", direct, 0}, {"direct N=1", direct, 1}, {"direct N=2", direct, 2}};
+  if (argc > 4) ways.push_back({"sentinel N=0", argv[4], 0});
+  std::vector<std::vector<double>> pair(ways.size()), rate(ways.size());
   {
     std::vector<std::unique_ptr<fairlock::Client>> clients;
     std::vector<std::unique_ptr<fairlock::FairLock>> locks;
-    for (int n : kLevels) {
-      clients.push_back(std::make_unique<fairlock::Client>(options(port, n)));
-      locks.push_back(std::make_unique<fairlock::FairLock>(*clients.back(), "sync-cost-pair-" + std::to_string(n)));
+    for (std::size_t i = 0; i < ways.size(); ++i) {
+      clients.push_back(std::make_unique<fairlock::Client>(options(ways[i])));
+      locks.push_back(std::make_unique<fairlock::FairLock>(*clients.back(), "sync-cost-pair-" + std::to_string(i)));
       pair_us(*locks.back(), 50);  // warm up: connections, the library
     }
     for (int b = 0; b < blocks; ++b) {
-      for (int n : kLevels) pair[n].push_back(pair_us(*locks[n], 200));
+      for (std::size_t i = 0; i < ways.size(); ++i) pair[i].push_back(pair_us(*locks[i], 200));
     }
   }
   for (int r = 0; r < rounds; ++r) {
-    for (int n : kLevels) {
-      rate[n].push_back(
-          contended_rate(port, n, 16, std::chrono::milliseconds(2000), "sync-cost-w16-" + std::to_string(n)));
+    for (std::size_t i = 0; i < ways.size(); ++i) {
+      rate[i].push_back(
+          contended_rate(ways[i], 16, std::chrono::milliseconds(2000), "sync-cost-w16-" + std::to_string(i)));
     }
   }
-  std::printf("%-16s %12s %8s %16s %14s %8s\n", "sync_replicas", "pair us", "ratio", "W=16 grants/s", "us/grant",
-              "ratio");
-  for (int n : kLevels) {
-    const double p = median(pair[n]);
-    const double g = median(rate[n]);
-    std::printf("%-16d %12.1f %8.2f %16.0f %14.1f %8.2f\n", n, p, p / median(pair[0]), g, 1e6 / g, median(rate[0]) / g);
+  std::printf("%-16s %12s %8s %16s %14s %8s\n", "way", "pair us", "ratio", "W=16 grants/s", "us/grant", "ratio");
+  for (std::size_t i = 0; i < ways.size(); ++i) {
+    const double p = median(pair[i]);
+    const double g = median(rate[i]);
+    std::printf("%-16s %12.1f %8.2f %16.0f %14.1f %8.2f\n", ways[i].label.c_str(), p, p / median(pair[0]), g, 1e6 / g,
+                median(rate[0]) / g);
   }
   return 0;
 }

@@ -174,5 +174,28 @@ TEST(Sentinel, HolderAndWaiterCarryOnAcrossAFailover) {
   b.unlock();
 }
 
+// Split brain seen by a client still talking to the old master: SIGSTOPped
+// through a failover and resumed, it takes writes as master until the
+// sentinels demote it (some 10 s). With sync_replicas its grant is never
+// acknowledged (its replicas follow the new master): NotReplicatedError,
+// and the grant is released there.
+TEST(Sentinel, AGrantOnTheOldMasterAfterAFailoverIsNeverAcknowledged) {
+  SentinelSet set;
+  const int old = set.master_index();
+  set.pause_master();
+  set.node(old).resume();
+  ASSERT_EQ(set.node(old).cmd({"ROLE"}).rfind("master", 0), 0u) << "demoted already: nothing to test";
+  Options o;
+  o.url = set.node(old).url();  // the old master, addressed directly
+  o.sync_replicas = 1;
+  o.sync_timeout = 300ms;
+  o.command_timeout = 2000ms;
+  Client c(o);
+  FairLock l(c, unique_name("split-brain"));
+  EXPECT_THROW((void)l.try_lock_for(1500ms), NotReplicatedError);
+  EXPECT_FALSE(l.owns_lock());
+  set.resume_old_master();
+}
+
 }  // namespace
 }  // namespace fairlock::test

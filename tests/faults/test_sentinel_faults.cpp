@@ -76,5 +76,27 @@ TEST(SentinelFaults, CoordinatedFailoverAndASentinelRestartLoseNothing) {
   std::cout << "[figures] SENTINEL FAILOVER: new master after " << moved.count() << " ms\n";
 }
 
+// Split brain: the master SIGSTOPped through the failover, then resumed
+// while it still believes it is master (until the sentinels demote it,
+// some 10 s later). Workers whose connections reach it again may be
+// granted there; with sync_replicas those grants are never acknowledged
+// (its replicas follow the new master): no two holders overlap.
+TEST(SentinelFaults, OldMasterResumedAfterAFailoverGrantsNothingAcknowledged) {
+  test::SentinelSet set;
+  Scenario sc(set.url(), "sentinel-split");
+  spawn_workers(sc, 3, 35);
+  std::this_thread::sleep_for(2000ms);
+  sc.fault();
+  const auto moved = set.pause_master();
+  sc.fault();
+  const auto demoted = set.resume_old_master();
+  sc.wait_all(std::chrono::seconds(160));
+  const CheckResult r = sc.check(failover_check(), "sentinel-split");
+  EXPECT_EQ(r.overlaps, 0u);
+  EXPECT_GT(r.valid, 50u) << "too few grants to judge";
+  std::cout << "[figures] master stopped: new master after " << moved.count() << " ms; resumed, demoted after "
+            << demoted.count() << " ms\n";
+}
+
 }  // namespace
 }  // namespace fairlock::faults
