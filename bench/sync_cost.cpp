@@ -71,7 +71,7 @@ double contended_rate(const Way& way, int w, std::chrono::milliseconds run, cons
   std::this_thread::sleep_for(run);
   stop = true;
   for (auto& t : threads) t.join();
-  return grants.load() / std::chrono::duration<double>(Clock::now() - t0).count();
+  return static_cast<double>(grants.load()) / std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 }  // namespace

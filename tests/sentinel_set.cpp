@@ -307,11 +307,28 @@ void SentinelSet::time_out(const std::string& what, const std::string& state) co
   throw std::runtime_error(msg);
 }
 
-SentinelSet::ms SentinelSet::kill_master_and_wait_failover(ms limit) {
+void SentinelSet::cut_replication() {
+  const int m = master_index();
+  for (int i = 0; i < kNodes; ++i) {
+    if (i != m) node(i).pause();
+  }
+  node(m).cmd({"CLIENT", "KILL", "TYPE", "replica"});
+}
+
+SentinelSet::ms SentinelSet::kill_master_and_wait_failover(ms limit, ms replicas_behind) {
   const auto end = Clock::now() + limit;
   const int old = master_index();
+  if (replicas_behind.count() > 0) {
+    cut_replication();
+    std::this_thread::sleep_for(replicas_behind);
+  }
   const auto t0 = Clock::now();
   node(old).kill();
+  if (replicas_behind.count() > 0) {
+    for (int i = 0; i < kNodes; ++i) {
+      if (i != old) node(i).resume();
+    }
+  }
   const NewMaster now = wait_new_master(old, t0, end);
   node(old).restart(data_args(now.index));
   wait_settled(left(end));

@@ -67,7 +67,16 @@ class SentinelSet {
   // (wait_settled): the next failover has 2 replicas. Returns the time from
   // the kill to the first poll at which a sentinel named the new master and
   // it answered ROLE master. `limit` bounds the whole call.
-  ms kill_master_and_wait_failover(ms limit = ms(60000));
+  // With replicas_behind: replication is cut (cut_replication()) that long
+  // before the kill, and the replicas resumed after it, so that the
+  // master's writes of that time (grants, renewals, releases) are lost with
+  // it, as when replication lags.
+  ms kill_master_and_wait_failover(ms limit = ms(60000), ms replicas_behind = ms(0));
+  // SIGSTOPs both replicas and has the master drop its links to them: what
+  // the master writes from now on reaches no replica (a stopped replica
+  // would still read what was sent into its socket before the kill).
+  // kill_master_and_wait_failover(limit, replicas_behind) resumes them.
+  void cut_replication();
   // SENTINEL FAILOVER, then waits as above. The old master keeps answering
   // ROLE master (and taking writes from the clients it has) until the
   // sentinels demote it: 10 to 20 s later (Sentinel waits 8 s after it

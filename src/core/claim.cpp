@@ -100,6 +100,7 @@ void Claim::lose_unconfirmed() {
   }
   state_ = State::waiting;
   wait_.kicked = true;
+  wait_.confirms = 0;  // a later grant gets its WAIT, even at the deadline
 }
 
 // A grant handed to us (PUBLISH or heartbeat) needs no round trip, if it is

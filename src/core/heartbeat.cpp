@@ -107,10 +107,7 @@ void Heartbeat::beat() {
     Server& server = router_->for_keys(m->keys()).server;
     by_server[&server][m->name()].items.emplace_back(m, std::move(*item));
   }
-  for (auto& [server, groups] : by_server) {
-    server->follow_master();
-    beat_server(*server, groups);
-  }
+  for (auto& [server, groups] : by_server) beat_server(*server, groups);
 }
 
 void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups) {

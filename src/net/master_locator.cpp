@@ -5,7 +5,8 @@
 #include <algorithm>
 
 #include "fairlock/errors.h"
-#include "net/connection.h"
+#include "net/call_deadline.h"
+#include "net/open_connection.h"
 #include "net/reply.h"
 
 namespace fairlock::detail {
@@ -18,15 +19,24 @@ bool listed(const std::vector<Endpoint>& list, const Endpoint& ep) {
   return std::any_of(list.begin(), list.end(), [&](const Endpoint& e) { return same_address(e, ep); });
 }
 
+Endpoint at(Endpoint node, const Endpoint& master) {
+  node.host = master.host;
+  node.port = master.port;
+  return node;
+}
+
 }  // namespace
 
 MasterLocator::MasterLocator(SentinelConfig config, spdlog::logger& log)
     : config_(std::move(config)), log_(log), order_(config_.sentinels) {}
 
 // SENTINEL get-master-addr-by-name: the master's host and port, or nothing
-// when this sentinel knows no master of that name.
+// when this sentinel knows no master of that name. Waits at most the
+// sentinel timeout, less if the calling thread's deadline is nearer.
 std::optional<Endpoint> MasterLocator::ask(const Endpoint& sentinel) {
-  Connection c(Target{sentinel, config_.tls, config_.timeout, config_.timeout});
+  std::chrono::milliseconds timeout = config_.timeout;
+  if (CallDeadline::binds(timeout)) timeout = std::max(std::chrono::milliseconds(1), CallDeadline::bound(timeout));
+  Connection c(Target{sentinel, config_.tls, timeout, timeout});
   ReplyPtr r = c.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
   if (is_error(*r)) throw_reply_error(*r, "SENTINEL get-master-addr-by-name");
   if (is_nil(*r) || !is_array(*r) || reply_size(*r) != 2) return std::nullopt;
@@ -43,12 +53,23 @@ std::optional<Endpoint> MasterLocator::ask(const Endpoint& sentinel) {
 
 void MasterLocator::move_to_front(std::size_t i) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (i < order_.size())
-    std::rotate(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(i),
-                order_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  if (i < order_.size()) {
+    const auto first = order_.begin() + static_cast<std::ptrdiff_t>(i);
+    std::rotate(order_.begin(), first, first + 1);
+  }
 }
 
-void MasterLocator::remember(const Endpoint& master) {
+std::optional<Endpoint> MasterLocator::last_known() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return last_known_;
+}
+
+bool MasterLocator::silent() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return last_known_ && std::chrono::steady_clock::now() < silent_until_;
+}
+
+void MasterLocator::confirmed(const Endpoint& master) {
   bool changed = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -70,6 +91,8 @@ std::string MasterLocator::sentinel_list() const {
 }
 
 Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& excluded) {
+  const std::optional<Endpoint> last = last_known();
+  if (silent() && !listed(excluded, *last)) return at(std::move(node), *last);
   std::vector<Endpoint> order;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -87,10 +110,7 @@ Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& exclu
       named_.store(true);
       if (listed(excluded, *master)) continue;
       move_to_front(i);
-      remember(*master);
-      node.host = master->host;
-      node.port = master->port;
-      return node;
+      return at(std::move(node), *master);
     } catch (const Error& e) {
       if (is_setup_error(e) && !setup_error) setup_error = std::current_exception();
       failures += std::string(failures.empty() ? "" : "; ") + order[i].where() + ": " + e.what();
@@ -103,18 +123,48 @@ Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& exclu
     throw UnknownMasterError("sentinel: none of " + sentinel_list() + " knows a master named '" + config_.master_name +
                              "' (SENTINEL get-master-addr-by-name)");
   }
-  std::optional<Endpoint> last;
-  {
+  if (!answered) {
     std::lock_guard<std::mutex> lk(mu_);
-    last = last_known_;
+    silent_until_ = std::chrono::steady_clock::now() + kSilentFor;
   }
-  if (last && !listed(excluded, *last)) {
-    node.host = last->host;
-    node.port = last->port;
-    return node;
-  }
+  if (last && !listed(excluded, *last)) return at(std::move(node), *last);
   throw NotConnected("sentinel: none of " + sentinel_list() + " named a master of '" + config_.master_name +
                      "' that answers" + (failures.empty() ? "" : " (" + failures + ")"));
+}
+
+// One look: the master the sentinels name, if it is not the one known,
+// confirmed by ROLE before it is taken.
+void MasterLocator::check_master(Target data) noexcept {
+  try {
+    const Endpoint named = locate(data.endpoint, {});
+    const std::optional<Endpoint> last = last_known();
+    if (last && same_address(*last, named)) return;
+    data.endpoint = named;
+    Connection c(data);
+    if (answers_as_master(c)) confirmed(named);
+  } catch (const std::exception&) {  // the next connection asks again, and says why
+  }
+}
+
+void MasterLocator::follow(Target data) {
+  data.locator = nullptr;  // (the target's own: a copy would keep this alive)
+  follower_.start([this, data] {
+    std::unique_lock<std::mutex> lk(follow_mu_);
+    while (!follow_cv_.wait_for(lk, kFollowEvery, [this] { return stop_following_; })) {
+      lk.unlock();
+      check_master(data);
+      lk.lock();
+    }
+  });
+}
+
+void MasterLocator::stop_following() noexcept {
+  {
+    std::lock_guard<std::mutex> lk(follow_mu_);
+    stop_following_ = true;
+  }
+  follow_cv_.notify_all();
+  follower_.stop();
 }
 
 }  // namespace fairlock::detail

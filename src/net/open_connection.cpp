@@ -13,25 +13,17 @@ namespace {
 // the old master, then one that names the new one.
 constexpr int kAddressesTried = 3;
 
-// ROLE's first element; a server that refuses ROLE (an ACL without it) is
-// taken at its word: a demoted one answers writes with -READONLY.
-bool answers_as_master(Connection& c) {
-  ReplyPtr r = c.command({"ROLE"});
-  if (is_error(*r)) return true;
-  return is_array(*r) && reply_size(*r) > 0 && reply_string(reply_at(*r, 0)) == "master";
-}
-
 std::unique_ptr<Connection> open_master(const Target& t) {
   MasterLocator& locator = *t.locator;
   std::vector<Endpoint> not_master;
   for (int i = 0; i < kAddressesTried; ++i) {
-    const std::uint64_t generation = locator.generation();
     Target direct = t;
     direct.locator = nullptr;
     direct.endpoint = locator.locate(t.endpoint, not_master);
     auto c = std::make_unique<Connection>(direct);
     if (answers_as_master(*c)) {
-      c->set_generation(generation);
+      locator.confirmed(direct.endpoint);
+      c->set_generation(locator.generation());
       return c;
     }
     not_master.push_back(direct.endpoint);
@@ -41,6 +33,12 @@ std::unique_ptr<Connection> open_master(const Target& t) {
 }
 
 }  // namespace
+
+bool answers_as_master(Connection& c) {
+  ReplyPtr r = c.command({"ROLE"});
+  if (is_error(*r)) return true;
+  return is_array(*r) && reply_size(*r) > 0 && reply_string(reply_at(*r, 0)) == "master";
+}
 
 std::unique_ptr<Connection> open_connection(const Target& t) {
   return t.locator ? open_master(t) : std::make_unique<Connection>(t);

@@ -12,6 +12,11 @@ namespace fairlock::detail {
 // master (a failover under way).
 std::unique_ptr<Connection> open_connection(const Target& t);
 
+// ROLE's first element is "master"; a server that refuses ROLE (an ACL
+// without it) is taken at its word: a demoted one answers writes with
+// -READONLY.
+bool answers_as_master(Connection& c);
+
 // Through Sentinel, a connection opened before the master last changed
 // (MasterLocator::generation) is not used again.
 bool outdated(const Target& t, const Connection& c);

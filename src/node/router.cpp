@@ -51,8 +51,8 @@ ServerConfig server_config(const Options& o, const std::string& client_id) {
 // One server for every name: a standalone one, or a Sentinel set's master.
 class StandaloneRouter final : public Router {
  public:
-  StandaloneRouter(Target target, const Options& o, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
-                   spdlog::logger& log)
+  StandaloneRouter(const Target& target, const Options& o, const WakeConfig& wake_config, WakeSink& sink,
+                   Counters& counters, spdlog::logger& log)
       : node_(target, server_config(o, wake_config.client_id), wake_config, sink, counters, log) {
     if (target.locator) target.locator->on_change([this] { master_changed(node_); });
   }
@@ -70,6 +70,7 @@ Node::Node(Target target, const ServerConfig& config, const WakeConfig& wake_con
     : server(std::move(target), config, counters, log), wake(server, wake_config, sink, counters, log) {}
 
 Notify Router::start() {
+  for_each([](Node& n) { n.server.start_following(); });
   bool reached = true;
   for_each([&](Node& n) { reached = n.server.open() && reached; });
   Notify mode = Notify::publish;
@@ -83,7 +84,10 @@ Notify Router::start() {
 }
 
 void Router::stop() noexcept {
-  for_each([](Node& n) { n.wake.stop(); });
+  for_each([](Node& n) {
+    n.server.stop_following();
+    n.wake.stop();
+  });
 }
 
 void Router::on_master_change(std::function<void()> f) {
@@ -107,7 +111,7 @@ std::unique_ptr<Router> make_router(const Options& o, const std::string& client_
   Address a = parse_address(o.url);
   Target target{a.node, tls_context_for(o.tls, a.node, log), o.connect_timeout, o.command_timeout};
   if (a.via_sentinel()) target.locator = locator_for(o, a, log);
-  return std::make_unique<StandaloneRouter>(std::move(target), o, wake, sink, counters, log);
+  return std::make_unique<StandaloneRouter>(target, o, wake, sink, counters, log);
 }
 
 }  // namespace fairlock::detail

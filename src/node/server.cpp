@@ -26,12 +26,12 @@ std::string Server::where() const {
   return target_.locator ? "the master of '" + target_.locator->master_name() + "'" : target_.endpoint.where();
 }
 
-void Server::follow_master() noexcept {
-  if (!target_.locator) return;
-  try {
-    target_.locator->locate(target_.endpoint, {});
-  } catch (const std::exception&) {  // the next connection asks again, and says why
-  }
+void Server::start_following() {
+  if (target_.locator) target_.locator->follow(target_);
+}
+
+void Server::stop_following() noexcept {
+  if (target_.locator) target_.locator->stop_following();
 }
 
 bool Server::reached() const noexcept {

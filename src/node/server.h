@@ -62,12 +62,10 @@ class Server {
   // A connection of its own (the subscriber's).
   std::unique_ptr<Connection> connect() const;
   const Endpoint& endpoint() const { return target_.endpoint; }
-  // Through Sentinel: asks the sentinels which server is the master now,
-  // so that a change no connection noticed (a SENTINEL FAILOVER: the old
-  // master keeps taking writes from the connections it has until it is
-  // demoted, some 20 s later) is followed at once (MasterLocator's
-  // on_change). The heartbeat calls it once per round. Never throws.
-  void follow_master() noexcept;
+  // Through Sentinel: the sentinels asked every second on a thread of the
+  // locator's (MasterLocator::follow), until stop_following().
+  void start_following();
+  void stop_following() noexcept;
   // "host:port", or through Sentinel "the master of 'name'", for messages.
   std::string where() const;
   // This client has opened a connection to it before (Pool::reached), or,

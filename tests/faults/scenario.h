@@ -207,7 +207,8 @@ class Scenario {
       : server_(&server), url_(server.url()), ev_(ev_key(base)), rec_(recorder().port()) {}
   // Workers reach the lock server by `url` (a Sentinel set's, say): no one
   // server to log or inspect (server(), start_log(), roles() need one).
-  Scenario(std::string url, const std::string& base) : url_(std::move(url)), ev_(ev_key(base)), rec_(recorder().port()) {}
+  Scenario(std::string url, const std::string& base)
+      : url_(std::move(url)), ev_(ev_key(base)), rec_(recorder().port()) {}
 
   test::RedisServer& server() { return *server_; }
   const std::string& ev() const { return ev_; }
@@ -218,8 +219,7 @@ class Scenario {
   ServerLog* log() { return log_.get(); }
 
   std::vector<std::string> args(const std::string& wid, const std::vector<std::string>& extra) {
-    std::vector<std::string> a = {"url=" + url_, "rec=" + std::to_string(recorder().port()), "ev=" + ev_,
-                                  "wid=" + wid};
+    std::vector<std::string> a = {"url=" + url_, "rec=" + std::to_string(recorder().port()), "ev=" + ev_, "wid=" + wid};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
