@@ -61,7 +61,10 @@ TEST(SentinelFaults, MasterKilledAgainAndAgainLosesNoAcknowledgedGrant) {
   test::SentinelSet set;
   Scenario sc(set.url(), "sentinel-kill");
   const int kills = failovers();
-  spawn_workers(sc, 3, 6 * kills + 10);
+  // Each kill takes about 6 s (1.5 s of contention, the failover, the old
+  // master back as a replica): the workers outlast the last one by a margin
+  // (a grant must follow every kill).
+  spawn_workers(sc, 3, 8 * kills + 20);
   std::vector<long long> times;
   std::vector<Micros> killed_at;
   for (int k = 0; k < kills; ++k) {
@@ -73,7 +76,7 @@ TEST(SentinelFaults, MasterKilledAgainAndAgainLosesNoAcknowledgedGrant) {
     // the stopped replicas), so no holder believes in one.
     times.push_back(set.kill_master_and_wait_failover(60000ms, 300ms).count());
   }
-  sc.wait_all(std::chrono::seconds(6 * kills + 120));
+  sc.wait_all(std::chrono::seconds(8 * kills + 120));
   const CheckResult r = sc.check(failover_check(), "sentinel-kill");
   EXPECT_EQ(r.overlaps, 0u);
   EXPECT_GT(r.valid, static_cast<std::size_t>(10 * kills)) << "too few grants to judge";
