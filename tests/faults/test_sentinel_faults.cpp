@@ -39,6 +39,15 @@ CheckConfig failover_check() {
   return cfg;
 }
 
+// Waits (bounded) for the workers and runs the checker over their history:
+// no two holders overlap, and enough grants to judge by.
+void judge(Scenario& sc, const std::string& label, std::size_t at_least, std::chrono::seconds limit) {
+  sc.wait_all(limit);
+  const CheckResult r = sc.check(failover_check(), label);
+  EXPECT_EQ(r.overlaps, 0u);
+  EXPECT_GT(r.valid, at_least) << "too few grants to judge";
+}
+
 // For each time in `kills` (recorder time), the ms to the first grant after
 // it: on the new master, once the failover is done.
 std::vector<long long> first_grant_after(const std::vector<Micros>& kills, const History& h) {
@@ -76,10 +85,7 @@ TEST(SentinelFaults, MasterKilledAgainAndAgainLosesNoAcknowledgedGrant) {
     // the stopped replicas), so no holder believes in one.
     times.push_back(set.kill_master_and_wait_failover(60000ms, 300ms).count());
   }
-  sc.wait_all(std::chrono::seconds(8 * kills + 120));
-  const CheckResult r = sc.check(failover_check(), "sentinel-kill");
-  EXPECT_EQ(r.overlaps, 0u);
-  EXPECT_GT(r.valid, static_cast<std::size_t>(10 * kills)) << "too few grants to judge";
+  judge(sc, "sentinel-kill", static_cast<std::size_t>(10 * kills), std::chrono::seconds(8 * kills + 120));
   const std::vector<long long> to_grant = first_grant_after(killed_at, sc.history());
   EXPECT_EQ(to_grant.size(), killed_at.size()) << "no grant after some kill: the queue did not resume";
   std::cout << "[figures] " << kills << " master kills, kill -> new master " << test::p50_max(times)
@@ -97,10 +103,7 @@ TEST(SentinelFaults, CoordinatedFailoverAndASentinelRestartLoseNothing) {
   set.sentinel(1).restart();
   sc.fault();
   const auto moved = set.failover_coordinated();
-  sc.wait_all(std::chrono::seconds(160));
-  const CheckResult r = sc.check(failover_check(), "sentinel-coordinated");
-  EXPECT_EQ(r.overlaps, 0u);
-  EXPECT_GT(r.valid, 50u) << "too few grants to judge";
+  judge(sc, "sentinel-coordinated", 50, std::chrono::seconds(160));
   std::cout << "[figures] SENTINEL FAILOVER: new master after " << moved.count() << " ms\n";
 }
 
@@ -118,10 +121,7 @@ TEST(SentinelFaults, OldMasterResumedAfterAFailoverGrantsNothingAcknowledged) {
   const auto moved = set.pause_master();
   sc.fault();
   const auto demoted = set.resume_old_master();
-  sc.wait_all(std::chrono::seconds(160));
-  const CheckResult r = sc.check(failover_check(), "sentinel-split");
-  EXPECT_EQ(r.overlaps, 0u);
-  EXPECT_GT(r.valid, 50u) << "too few grants to judge";
+  judge(sc, "sentinel-split", 50, std::chrono::seconds(160));
   std::cout << "[figures] master stopped: new master after " << moved.count() << " ms; resumed, demoted after "
             << demoted.count() << " ms\n";
 }
