@@ -1,8 +1,10 @@
 // The Sentinel set of the tests (sentinel_set.h) against its real processes:
 // it starts with every sentinel knowing the whole set, fails over when the
-// master is killed (several times in a row), stopped or handed over with
-// SENTINEL FAILOVER, keeps 2 replicas that receive the writes, does the same
-// over TLS, and leaves nothing behind.
+// master is killed (several times in a row), keeps 2 replicas that receive
+// the writes, does the same over TLS, and leaves nothing behind. (SENTINEL
+// FAILOVER and a stopped master, 47 s of waiting for Sentinel, are the fault
+// suite's: tests/faults/test_sentinel_faults.cpp, which fails if they do
+// not move the master.)
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -147,26 +149,6 @@ TEST(SentinelSet, KillingTheMasterInARowMovesItAndKeepsTwoReplicas) {
   expect_moved_from(set, old);
   set.sentinel(2).restart();
   set.wait_settled();
-}
-
-TEST(SentinelSet, CoordinatedFailoverAndAStoppedMasterMoveIt) {
-  SentinelSet set;
-  int old = set.master_index();
-  const auto t0 = Clock::now();
-  const ms coordinated = set.failover_coordinated();
-  const ms whole = since(t0);
-  EXPECT_LT(coordinated, kFailoverBound);
-  expect_moved_from(set, old);
-
-  old = set.master_index();
-  const ms stopped = set.pause_master();
-  expect_failover_time(stopped);
-  EXPECT_EQ(role_of(set.node(set.master_index())).substr(0, 7), "master\n");
-  const ms demoted = set.resume_old_master();
-  expect_moved_from(set, old);
-  std::cout << "[ figures  ] SENTINEL FAILOVER: new master in " << coordinated.count() << " ms, old one a replica in "
-            << whole.count() << " ms; SIGSTOP: new master in " << stopped.count() << " ms, the old one demoted "
-            << demoted.count() << " ms after SIGCONT\n";
 }
 
 // How many of s's clients (CLIENT LIST) have `what` in their line; -1 if
