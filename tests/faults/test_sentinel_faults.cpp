@@ -85,7 +85,7 @@ TEST(SentinelFaults, MasterKilledAgainAndAgainLosesNoAcknowledgedGrant) {
     // the stopped replicas), so no holder believes in one.
     times.push_back(set.kill_master_and_wait_failover(60000ms, 300ms).count());
   }
-  judge(sc, "sentinel-kill", static_cast<std::size_t>(10 * kills), std::chrono::seconds(8 * kills + 120));
+  judge(sc, "sentinel-kill", static_cast<std::size_t>(kills) * 10, std::chrono::seconds(8 * kills + 120));
   const std::vector<long long> to_grant = first_grant_after(killed_at, sc.history());
   EXPECT_EQ(to_grant.size(), killed_at.size()) << "no grant after some kill: the queue did not resume";
   std::cout << "[figures] " << kills << " master kills, kill -> new master " << test::p50_max(times)
