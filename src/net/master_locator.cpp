@@ -92,7 +92,7 @@ std::string MasterLocator::sentinel_list() const {
 
 Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& excluded) {
   const std::optional<Endpoint> last = last_known();
-  if (silent() && !listed(excluded, *last)) return at(std::move(node), *last);
+  if (last && silent() && !listed(excluded, *last)) return at(std::move(node), *last);
   std::vector<Endpoint> order;
   {
     std::lock_guard<std::mutex> lk(mu_);
