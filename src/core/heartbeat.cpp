@@ -120,9 +120,7 @@ void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups
   std::vector<Chunk> chunks;
   SyncWait sync;  // the most replicas a renewal here needs (none: no WAIT)
   for (auto& [name, group] : groups) {
-    for (const auto& item : group.items) {
-      if (item.second.sync.replicas > sync.replicas) sync = item.second.sync;
-    }
+    for (const auto& item : group.items) sync = stricter(std::move(sync), item.second.sync);
     const SessionMember& first = *group.items.front().first;
     for (std::size_t begin = 0; begin < group.items.size(); begin += kBeatCallSize) {
       const std::size_t end = std::min(group.items.size(), begin + kBeatCallSize);

@@ -21,14 +21,9 @@ void ScriptBatch::add_synced(Server& server, ScriptCall call, const SyncWait& sy
 }
 
 std::optional<SyncWait> ScriptBatch::tail_of(const std::vector<Pending>& pending, std::size_t from, std::size_t to) {
-  std::optional<SyncWait> tail;
-  for (std::size_t i = from; i < to; ++i) {
-    const SyncWait& s = pending[i].sync;
-    if (s.replicas == 0) continue;
-    if (!tail) tail = s;
-    tail->replicas = std::max(tail->replicas, s.replicas);
-    tail->timeout = std::min(tail->timeout, s.timeout);
-  }
+  SyncWait tail;
+  for (std::size_t i = from; i < to; ++i) tail = stricter(std::move(tail), pending[i].sync);
+  if (tail.replicas == 0) return std::nullopt;
   return tail;
 }
 

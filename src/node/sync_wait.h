@@ -9,6 +9,7 @@
 // subscriber (no client id is "sync"), and the WAIT after it counts every
 // write the server made before it, on any connection: the pipeline's own
 // scripts, or a grant a release script wrote elsewhere (a handoff).
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -23,6 +24,16 @@ struct SyncWait {
   std::chrono::milliseconds timeout{0};  // the WAIT's, > 0 when replicas > 0
   std::string channel;                   // the PUBLISH's: wake_channel(prefix, "sync")
 };
+
+// One WAIT for calls that ask for `a` and `b`: the most replicas, within
+// the shorter timeout (a call that asks nothing leaves the other as it is).
+inline SyncWait stricter(SyncWait a, const SyncWait& b) {
+  if (b.replicas == 0) return a;
+  if (a.replicas == 0) return b;
+  a.replicas = std::max(a.replicas, b.replicas);
+  a.timeout = std::min(a.timeout, b.timeout);
+  return a;
+}
 
 // The tail's commands; they refer to its own strings (neither copied nor moved).
 class SyncTail {
