@@ -232,5 +232,26 @@ TEST(Errors, AServerDownUnderARunningClientIsRiddenOutByATimedWait) {
   if (got) lock.unlock();
 }
 
+// A release sent while the server is down fails (Released::failed) and is
+// asked again in the background: when the server is back (the grant with
+// it: an fsync-always AOF), it runs, and the next waiter is granted then,
+// not when the holder's lease (60 s here; liveness too) would end.
+TEST(Errors, AReleaseThatFailedIsAskedAgainWhenTheServerIsBack) {
+  RedisServer s({"--appendonly", "yes", "--appendfsync", "always"});
+  Options long_lived = opts_for(s);
+  long_lived.liveness_ttl = 60s;
+  LockOptions long_lease;
+  long_lease.lease = 60s;
+  Client holder_client(long_lived), waiter_client(opts_for(s));
+  const std::string name = unique_name("release-retried");
+  FairLock holder(holder_client, name, long_lease);
+  holder.lock();
+  s.kill();
+  EXPECT_EQ(holder.release(), Released::failed);
+  s.restart();
+  FairLock waiter(waiter_client, name);
+  EXPECT_TRUE(waiter.try_lock_for(30s)) << "the release was not asked again: the grant waits out its lease";
+}
+
 }  // namespace
 }  // namespace fairlock::test

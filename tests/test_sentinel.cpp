@@ -313,5 +313,42 @@ TEST(Sentinel, AGrantLostInAFailoverIsReportedAtOnce) {
   EXPECT_EQ(l.release(), Released::lost);
 }
 
+// A release sent while the master is dead (the sentinels still name it)
+// fails, and is asked again in the background: it runs on the new master,
+// where the grant survived (WAIT 2), and the waiter is granted then, not
+// when the holder's lease and liveness (60 s each) would have ended.
+TEST(Sentinel, AReleaseDuringAFailoverRunsOnTheNewMaster) {
+  SentinelSet set;
+  Options long_lived = through(set);
+  long_lived.liveness_ttl = 60000ms;
+  LockOptions long_lease;
+  long_lease.lease = 60000ms;
+  Client a_client(long_lived), b_client(through(set));
+  const std::string name = unique_name("sentinel-release");
+  FairLock a(a_client, name, long_lease);
+  a.lock();
+  FairLock b(b_client, name);
+  auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(45s); });
+  ASSERT_TRUE(eventually([&] { return zcard(master_of(set), name, "q") == 1; }, 20000ms));
+  EXPECT_EQ(master_of(set).cmd({"WAIT", "2", "5000"}), "2");
+  const int old_port = master_of(set).port();
+  auto failover = std::async(std::launch::async, [&] { return set.kill_master_and_wait_failover(); });
+  const auto dead = [old_port] {
+    try {
+      command_reply(old_port, {"PING"}, 500ms);
+      return false;
+    } catch (const std::exception&) {
+      return true;
+    }
+  };
+  ASSERT_TRUE(eventually(dead, 20000ms));
+  const Released first = a.release();
+  EXPECT_TRUE(first == Released::failed || first == Released::released) << static_cast<int>(first);
+  failover.get();
+  ASSERT_TRUE(b_done.get()) << "the release was not asked again on the new master: the grant waits out its lease";
+  EXPECT_TRUE(b.owns_lock());
+  b.unlock();
+}
+
 }  // namespace
 }  // namespace fairlock::test

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "api/client_impl.h"
+#include "api/release_retry.h"
 #include "base/retry_policy.h"
 #include "fairlock/errors.h"
 #include "net/call_deadline.h"
@@ -322,7 +323,6 @@ void Participant::unlock() noexcept {
 
 Released Participant::release_member(const ReleasePlan& plan) noexcept {
   bool released = false;
-  std::string error;
   std::string unconfirmed;
   try {
     try {
@@ -337,12 +337,10 @@ Released Participant::release_member(const ReleasePlan& plan) noexcept {
       if (!released) unconfirmed = " (the first release attempt was cut off in transit: it may have run)";
     }
   } catch (const std::exception& e) {
-    error = e.what();
-  }
-  if (!error.empty() && plan.lost_reason.empty()) {
-    // The grant runs out with its lease; the next waiter gets it then.
-    client_->log().warn("fairlock: release of {} failed (it expires with its lease): {}", name_, error);
-    return Released::failed;
+    if (plan.lost_reason.empty()) {  // else it was lost before: reported below
+      release_later(plan.member, plan.queued_first, e);
+      return Released::failed;
+    }
   }
   if (released && plan.lost_reason.empty()) return Released::released;
   if (!plan.lost_reason.empty()) {  // reported when it was learned
@@ -358,8 +356,23 @@ void Participant::release_quietly(const std::string& member, bool queued_first) 
   try {
     detail::release(node().server, keys_, member, permits_, queued_first);
   } catch (const std::exception& e) {
-    client_->log().warn("fairlock: release of {} failed (it expires with its lease): {}", name_, e.what());
+    release_later(member, queued_first, e);
   }
+}
+
+// A release that failed: asked again in the background (api/release_retry.h)
+// while the grant may live, unless asking again cannot help.
+void Participant::release_later(const std::string& member, bool queued_first, const std::exception& error) noexcept {
+  try {
+    if (!is_final(failure_of(error)) &&
+        ReleaseRetry::start(client_, ReleaseOf{name_, keys_, member, permits_, queued_first},
+                            steady_clock::now() + opts_.lease)) {
+      client_->log().warn("fairlock: release of {} failed ({}): asking again in the background", name_, error.what());
+      return;
+    }
+  } catch (const std::exception&) {  // no memory for the retry: as if refused
+  }
+  client_->log().warn("fairlock: release of {} failed (it expires with its lease): {}", name_, error.what());
 }
 
 void Participant::cancel() noexcept {

@@ -51,6 +51,9 @@ inline constexpr milliseconds kMinSyncWait{10};
 inline constexpr milliseconds kSyncSlack{250};
 // (Not a constant: a release whose connection broke is tried once more on a
 // fresh one, api/participant.cpp release_member; more would not tell a lost
-// grant from a release that ran.)
+// grant from a release that ran. If that fails too, the caller is told
+// Released::failed and the release is asked again in the background, backing
+// off from kFirstBackoff to kMaxBackoff, until the grant's lease would end:
+// api/release_retry.h.)
 
 }  // namespace fairlock::detail::retry

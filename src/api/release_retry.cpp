@@ -1,0 +1,77 @@
+#include "api/release_retry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "api/client_impl.h"
+#include "base/retry_policy.h"
+#include "node/failure.h"
+#include "node/router.h"
+#include "protocol/calls.h"
+
+namespace fairlock::detail {
+
+using std::chrono::steady_clock;
+
+ReleaseRetry::ReleaseRetry(std::shared_ptr<ClientImpl> client, ReleaseOf release, SteadyTime give_up_at)
+    : client_(std::move(client)),
+      release_(std::move(release)),
+      give_up_at_(give_up_at),
+      backoff_(retry::kFirstBackoff),
+      next_at_(steady_clock::now() + retry::kFirstBackoff) {}
+
+bool ReleaseRetry::start(const std::shared_ptr<ClientImpl>& client, ReleaseOf release, SteadyTime give_up_at) {
+  // A private constructor: make_shared cannot reach it.
+  const std::shared_ptr<ReleaseRetry> retry(new ReleaseRetry(client, std::move(release), give_up_at));
+  return client->async().schedule(retry);
+}
+
+std::optional<SteadyTime> ReleaseRetry::advance(SteadyTime now, ScriptBatch& batch) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (over_ || sent_) return std::nullopt;  // done, or the reply reschedules
+  if (now >= give_up_at_) {
+    over_ = true;
+    client_->log().warn("fairlock: release of {} gave up after {} attempts: the grant has run out with its lease",
+                        release_.name, attempts_);
+    return std::nullopt;
+  }
+  if (now < next_at_) return next_at_;
+  sent_ = true;
+  ++attempts_;
+  Server& server = client_->router().for_keys(release_.keys).server;
+  batch.add(server, release_call(release_.keys, release_.member, release_.permits, release_.queued_first),
+            [self = shared_from_this()](const redisReply* reply, const std::exception_ptr& error) {
+              self->on_reply(reply, error);
+            });
+  return std::nullopt;
+}
+
+void ReleaseRetry::on_reply(const redisReply* reply, const std::exception_ptr& error) noexcept {
+  std::unique_lock<std::mutex> lk(mu_);
+  sent_ = false;
+  try {
+    if (error) std::rethrow_exception(error);
+    const bool released = parse_released(*reply);
+    over_ = true;
+    client_->log().info("fairlock: release of {} retried: {} after {} attempts", release_.name,
+                        released ? "released" : "nothing to release (an earlier attempt ran, or the lease ran out)",
+                        attempts_);
+    return;
+  } catch (const std::exception& e) {
+    if (is_final(failure_of(e))) {
+      over_ = true;
+      client_->log().warn("fairlock: release of {} refused ({}): the grant runs out with its lease", release_.name,
+                          e.what());
+      return;
+    }
+    client_->log().debug("fairlock: release of {} failed again: {}", release_.name, e.what());
+  }
+  backoff_ = std::min(backoff_ * 2, retry::kMaxBackoff);
+  next_at_ = steady_clock::now() + backoff_;
+  lk.unlock();
+  client_->async().schedule(shared_from_this());
+}
+
+}  // namespace fairlock::detail
