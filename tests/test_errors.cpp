@@ -238,13 +238,9 @@ TEST(Errors, AServerDownUnderARunningClientIsRiddenOutByATimedWait) {
 // not when the holder's lease (60 s here; liveness too) would end.
 TEST(Errors, AReleaseThatFailedIsAskedAgainWhenTheServerIsBack) {
   RedisServer s({"--appendonly", "yes", "--appendfsync", "always"});
-  Options long_lived = opts_for(s);
-  long_lived.liveness_ttl = 60s;
-  LockOptions long_lease;
-  long_lease.lease = 60s;
-  Client holder_client(long_lived), waiter_client(opts_for(s));
+  Client holder_client(long_lived(opts_for(s))), waiter_client(opts_for(s));
   const std::string name = unique_name("release-retried");
-  FairLock holder(holder_client, name, long_lease);
+  FairLock holder(holder_client, name, long_lease());
   holder.lock();
   s.kill();
   EXPECT_EQ(holder.release(), Released::failed);

@@ -292,11 +292,8 @@ TEST(Sentinel, NoReplicasYetIsRiddenOutByAWait) {
 // seconds of the failover.
 TEST(Sentinel, AGrantLostInAFailoverIsReportedAtOnce) {
   SentinelSet set;
-  Options o = through(set);
-  o.liveness_ttl = 60000ms;
-  Client c(o);
-  LockOptions lo;
-  lo.lease = 60000ms;  // heartbeat rounds every 20 s
+  Client c(long_lived(through(set)));  // heartbeat rounds every 20 s
+  LockOptions lo = long_lease();
   std::promise<void> lost;
   std::atomic<bool> told{false};
   lo.on_lost = [&] {
@@ -319,13 +316,9 @@ TEST(Sentinel, AGrantLostInAFailoverIsReportedAtOnce) {
 // when the holder's lease and liveness (60 s each) would have ended.
 TEST(Sentinel, AReleaseDuringAFailoverRunsOnTheNewMaster) {
   SentinelSet set;
-  Options long_lived = through(set);
-  long_lived.liveness_ttl = 60000ms;
-  LockOptions long_lease;
-  long_lease.lease = 60000ms;
-  Client a_client(long_lived), b_client(through(set));
+  Client a_client(long_lived(through(set))), b_client(through(set));
   const std::string name = unique_name("sentinel-release");
-  FairLock a(a_client, name, long_lease);
+  FairLock a(a_client, name, long_lease());
   a.lock();
   FairLock b(b_client, name);
   auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(45s); });

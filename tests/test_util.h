@@ -32,6 +32,18 @@ inline Options opts_with_slow_heartbeat(const RedisServer& s, Notify notify = No
   return o;
 }
 
+// A holder's grant that lives 60 s unless released (lease and liveness:
+// heartbeat rounds 20 s apart), so that a test sees what ends it sooner.
+inline Options long_lived(Options o) {
+  o.liveness_ttl = std::chrono::seconds(60);
+  return o;
+}
+inline LockOptions long_lease() {
+  LockOptions l;
+  l.lease = std::chrono::seconds(60);
+  return l;
+}
+
 // An integer from the environment (a measurement's size), or `fallback`.
 inline long env_or(const char* name, long fallback) {
   const char* v = std::getenv(name);

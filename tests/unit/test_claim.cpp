@@ -5,56 +5,12 @@
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "claim_replies.h"
 #include "core/claim.h"
 #include "core/session.h"
 
 namespace fairlock::test {
 namespace {
-
-using detail::Acquired;
-using detail::BeatResult;
-using detail::CancelResult;
-using detail::Claim;
-using detail::Effects;
-using detail::SteadyTime;
-using detail::Step;
-using namespace std::chrono_literals;
-
-const SteadyTime t0{std::chrono::hours(1)};
-const detail::WaitContext kSignals{false, true, 1000ms};
-
-Acquired queued(std::uint64_t ticket, long long position) {
-  Acquired a;
-  a.status = Acquired::Status::queued;
-  a.ticket = ticket;
-  a.position = position;
-  return a;
-}
-
-// A cancel that found the member granted, for `remaining` more.
-CancelResult handed_off(std::uint64_t fence, std::chrono::milliseconds remaining = 3000ms) {
-  CancelResult c;
-  c.status = CancelResult::Status::granted;
-  c.fence = fence;
-  c.remaining_ms = remaining.count();
-  return c;
-}
-
-Acquired granted(std::uint64_t fence, std::chrono::milliseconds remaining) {
-  Acquired a;
-  a.status = Acquired::Status::granted;
-  a.fence = fence;
-  a.remaining_ms = remaining.count();
-  return a;
-}
-
-BeatResult beat_result(BeatResult::Status status, long long value, long long ms = -1) {
-  BeatResult r;
-  r.status = status;
-  r.value = value;
-  r.ms = ms;
-  return r;
-}
 
 struct ClaimTest : ::testing::Test {
   detail::Counters counters;

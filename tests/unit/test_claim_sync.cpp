@@ -3,37 +3,14 @@
 // only acknowledged renewals. No Redis, no clock: every time is passed in.
 #include <gtest/gtest.h>
 
+#include "claim_replies.h"
 #include "core/claim.h"
 
 namespace fairlock::test {
 namespace {
 
-using detail::Acquired;
-using detail::BeatResult;
-using detail::Claim;
-using detail::Effects;
-using detail::SteadyTime;
-using detail::Step;
-using namespace std::chrono_literals;
-
-const SteadyTime t0{std::chrono::hours(1)};
-const detail::WaitContext kSignals{false, true, 1000ms};
-
 BeatResult holding(std::uint64_t fence, long long ms, int acks) {
-  BeatResult r;
-  r.status = BeatResult::Status::holding;
-  r.value = static_cast<long long>(fence);
-  r.ms = ms;
-  r.acks = acks;
-  return r;
-}
-
-Acquired granted(std::uint64_t fence, long long ms) {
-  Acquired a;
-  a.status = Acquired::Status::granted;
-  a.fence = fence;
-  a.remaining_ms = ms;
-  return a;
+  return beat_result(BeatResult::Status::holding, static_cast<long long>(fence), ms, acks);
 }
 
 struct ClaimSyncTest : ::testing::Test {
@@ -46,7 +23,7 @@ TEST_F(ClaimSyncTest, TheFirstAskWaitsAndAnAcknowledgedGrantIsHeld) {
   const Step ask = claim.next(t0, kSignals);
   ASSERT_EQ(ask.kind, Step::Kind::ask);
   EXPECT_EQ(ask.sync, 1000ms);
-  claim.on_acquired(granted(7, 10000), t0, 2);
+  claim.on_acquired(granted(7, 10000ms), t0, 2);
   EXPECT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::granted);
   EXPECT_TRUE(claim.owns(t0 + 1ms));
 }
@@ -54,7 +31,7 @@ TEST_F(ClaimSyncTest, TheFirstAskWaitsAndAnAcknowledgedGrantIsHeld) {
 TEST_F(ClaimSyncTest, AnUnacknowledgedGrantIsConfirmedUntilTheDeadlineThenNotReplicated) {
   claim.begin("pm:1", true, t0 + 1500ms, "n");
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  claim.on_acquired(granted(7, 10000), t0, 1);
+  claim.on_acquired(granted(7, 10000ms), t0, 1);
   EXPECT_FALSE(claim.owns(t0 + 1ms));
   EXPECT_TRUE(claim.waiting());
   const Step confirm = claim.next(t0 + 1000ms, kSignals);
@@ -86,7 +63,7 @@ TEST_F(ClaimSyncTest, AHandoffIsConfirmedByTheWaitersOwnCall) {
 TEST_F(ClaimSyncTest, AGrantAtTheDeadlineGetsOneShortWait) {
   claim.begin("pm:1", true, t0 + 100ms, "n");
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  claim.on_acquired(granted(7, 10000), t0, -1);  // e.g. a retried ask: no WAIT
+  claim.on_acquired(granted(7, 10000ms), t0, -1);  // e.g. a retried ask: no WAIT
   const Step confirm = claim.next(t0 + 200ms, kSignals);
   ASSERT_EQ(confirm.kind, Step::Kind::confirm);
   EXPECT_EQ(confirm.sync, detail::retry::kMinSyncWait);
@@ -95,7 +72,7 @@ TEST_F(ClaimSyncTest, AGrantAtTheDeadlineGetsOneShortWait) {
 TEST_F(ClaimSyncTest, OnlyAnAcknowledgedRenewalExtendsWhatTheHolderBelieves) {
   claim.begin("pm:1", true, std::nullopt, "n");
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  claim.on_acquired(granted(7, 10000), t0, 2);
+  claim.on_acquired(granted(7, 10000ms), t0, 2);
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::granted);
   Effects fx;
   auto beat = claim.beat_item(t0 + 3000ms, fx);
@@ -112,14 +89,14 @@ TEST_F(ClaimSyncTest, ATryWaitsOnce) {
   const Step ask = claim.next(t0, kSignals);
   ASSERT_EQ(ask.kind, Step::Kind::ask);
   EXPECT_EQ(ask.sync, 1000ms);
-  claim.on_acquired(granted(7, 10000), t0, 1);
+  claim.on_acquired(granted(7, 10000ms), t0, 1);
   EXPECT_EQ(claim.next(t0 + 1001ms, kSignals).kind, Step::Kind::not_replicated);
 }
 
 TEST_F(ClaimSyncTest, AGrantLostBeforeItWasAcknowledgedQueuesAgain) {
   claim.begin("pm:1", true, std::nullopt, "n");
   ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
-  claim.on_acquired(granted(7, 10000), t0, 0);
+  claim.on_acquired(granted(7, 10000ms), t0, 0);
   ASSERT_EQ(claim.next(t0 + 1ms, kSignals).kind, Step::Kind::confirm);
   BeatResult gone;
   claim.on_confirmed(gone, 2, t0 + 2ms);
