@@ -85,6 +85,33 @@ TEST(Sentinel, SemaphoreNeverAdmitsMoreThanItsPermits) {
   EXPECT_EQ(most.load(), 2);
 }
 
+// `fairlock run -p 2` processes through the set: each command logs "+"
+// when it starts and "-" when it ends (appends of 2 bytes: atomic); at no
+// point of the log are more than 2 inside (1 s each: they overlap), and all 6 ran.
+TEST(Sentinel, SemaphoreAdmitsTwoProcessesAtATime) {
+  SentinelSet& set = steady_set();
+  const std::string name = unique_name("sentinel-sem-cli");
+  TempFile log;
+  const std::string cmd = "echo + >> " + log.path + "; sleep 1; echo - >> " + log.path;
+  std::vector<std::unique_ptr<Child>> runs;
+  for (int i = 0; i < 6; ++i) {
+    runs.push_back(std::make_unique<Child>(
+        FAIRLOCK_CLI_PATH, cli({"run", "-p", "2", "-w", "60", name, "sh", "-c", cmd}, set.url()), true));
+  }
+  for (auto& r : runs) EXPECT_EQ(r->wait(), 0) << r->rest();
+  int inside = 0, most = 0, ran = 0;
+  for (const char c : log.text()) {
+    if (c == '+') {
+      ++ran;
+      most = std::max(most, ++inside);
+    } else if (c == '-') {
+      --inside;
+    }
+  }
+  EXPECT_EQ(ran, 6);
+  EXPECT_LE(most, 2) << log.text();
+}
+
 TEST(Sentinel, AsyncWaitIsGrantedOnRelease) {
   SentinelSet& set = steady_set();
   const std::string name = unique_name("sentinel-async");
