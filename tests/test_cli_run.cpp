@@ -177,15 +177,18 @@ TEST(CliRun, TheCommandsStatusSurvivesAFailedRelease) {
   std::remove(stop.path.c_str());
   const std::string name = unique_name("cli-release-fails");
   Child f(FAIRLOCK_CLI_PATH,
-          cli({"run", name, "sh", "-c", "echo ready; while [ ! -e " + stop.path + " ]; do sleep 0.02; done; exit 4"},
+          cli({"run", "--lease", "60s", name, "sh", "-c",
+               "echo ready; while [ ! -e " + stop.path + " ]; do sleep 0.02; done; exit 4"},
               own.url()),
           true);
   ASSERT_EQ(f.line(), "ready");
   own.kill();  // the server is gone when the command ends
+  const auto ended = std::chrono::steady_clock::now();
   std::ofstream(stop.path) << "\n";
   const std::string out = f.rest();
   EXPECT_EQ(f.wait(), 4) << out;
   EXPECT_NE(out.find("could not release"), std::string::npos) << out;
+  EXPECT_LT(since(ended), std::chrono::seconds(20)) << "the exit waited for the release's retries (lease 60 s)";
 }
 
 // --wait is a bound even when the server stops answering mid-wait: exit 75

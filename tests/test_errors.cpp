@@ -249,5 +249,19 @@ TEST(Errors, AReleaseThatFailedIsAskedAgainWhenTheServerIsBack) {
   EXPECT_TRUE(waiter.try_lock_for(30s)) << "the release was not asked again: the grant waits out its lease";
 }
 
+// Shutting down does not wait out the lease of a release still being asked
+// again (60 s here): one last attempt, bounded, and the client stops.
+TEST(Errors, ShutdownDoesNotWaitForAReleaseBeingAskedAgain) {
+  RedisServer s;
+  Client client(opts_for(s));
+  FairLock holder(client, unique_name("release-at-shutdown"), long_lease());
+  holder.lock();
+  s.kill();
+  EXPECT_EQ(holder.release(), Released::failed);
+  const auto t0 = Clock::now();
+  client.shutdown();
+  EXPECT_LT(Clock::now() - t0, 10s) << "shutdown waited for the release's retries";
+}
+
 }  // namespace
 }  // namespace fairlock::test

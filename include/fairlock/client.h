@@ -93,6 +93,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // Cancels every wait, releases every grant, stops the threads. Idempotent.
+  // A failed release still being asked again (Released::failed) gets one
+  // last attempt, bounded by 600 ms; it is not waited for beyond that.
   void shutdown() noexcept;
 
   const Options& options() const;

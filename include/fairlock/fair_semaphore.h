@@ -22,10 +22,11 @@ enum class Released {
   lost,      // the grant had been lost before (lease ran out, evicted, the
              // client shut down): something else may have held it meanwhile
   not_held,  // nothing was held (never locked, or released already)
-  failed,    // Redis could not be reached or refused, also on a fresh
-             // connection. Unless it refused, the release is asked again in
-             // the background (backing off up to 500 ms) until it runs or the
-             // lease would have ended: the next waiter gets the grant then
+  failed,    // Redis could not be reached or refused (a broken connection
+             // is tried once more on a fresh one). Unless it refused, the
+             // release is asked again in the background (backing off up to
+             // 500 ms) until it runs, the lease would have ended, or the
+             // client shuts down: the next waiter gets the grant then
 };
 
 // A fair (FIFO) distributed counting semaphore: at most `permits` holders

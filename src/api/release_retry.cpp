@@ -30,27 +30,41 @@ bool ReleaseRetry::start(const std::shared_ptr<ClientImpl>& client, ReleaseOf re
 
 std::optional<SteadyTime> ReleaseRetry::advance(SteadyTime now, ScriptBatch& batch) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (over_ || sent_) return std::nullopt;  // done, or the reply reschedules
+  if (over_ || sent_) return std::nullopt;  // done, or the reply decides
   if (now >= give_up_at_) {
     over_ = true;
     client_->log().warn("fairlock: release of {} gave up after {} attempts: the grant has run out with its lease",
                         release_.name, attempts_);
     return std::nullopt;
   }
-  if (now < next_at_) return next_at_;
-  sent_ = true;
-  ++attempts_;
+  // Shutting down: one last attempt now, whatever the backoff (the driver
+  // looks at every waiter until none asks to be looked at again).
+  const bool last = client_->stopped();
+  if (!last && now < next_at_) return next_at_;
+  send(now, batch);
+  if (last) over_ = true;
+  return std::nullopt;
+}
+
+// One attempt, bounded like a give-up (a stalled server holds the async
+// thread that long, not a whole command_timeout per attempt).
+void ReleaseRetry::send(SteadyTime now, ScriptBatch& batch) {
   Server& server = client_->router().for_keys(release_.keys).server;
+  bound_ = now + retry::kMaxBackoff;
+  client_->async().track_deadline(*bound_);
   batch.add(server, release_call(release_.keys, release_.member, release_.permits, release_.queued_first),
             [self = shared_from_this()](const redisReply* reply, const std::exception_ptr& error) {
               self->on_reply(reply, error);
             });
-  return std::nullopt;
+  sent_ = true;
+  ++attempts_;
 }
 
 void ReleaseRetry::on_reply(const redisReply* reply, const std::exception_ptr& error) noexcept {
   std::unique_lock<std::mutex> lk(mu_);
   sent_ = false;
+  if (bound_) client_->async().untrack_deadline(*bound_);
+  bound_.reset();
   try {
     if (error) std::rethrow_exception(error);
     const bool released = parse_released(*reply);
@@ -67,6 +81,13 @@ void ReleaseRetry::on_reply(const redisReply* reply, const std::exception_ptr& e
       return;
     }
     client_->log().debug("fairlock: release of {} failed again: {}", release_.name, e.what());
+  }
+  if (over_) {  // the last attempt, at shutdown
+    client_->log().warn(
+        "fairlock: release of {} not asked again (the client shut down): the grant runs out with its "
+        "lease",
+        release_.name);
+    return;
   }
   backoff_ = std::min(backoff_ * 2, retry::kMaxBackoff);
   next_at_ = steady_clock::now() + backoff_;
