@@ -1,5 +1,8 @@
 // Sentinel setups of issue 34 against real sets (sentinel_set.h): a stale
-// sentinel first in the URL, one that names a replica, is got past by ROLE.
+// sentinel first in the URL, one that names a replica, is got past by ROLE;
+// sentinels with a password of their own (Options::sentinel; the URL's
+// credentials are the data nodes') are reached with it, and a wrong password
+// for either is AccessDenied at once.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -49,11 +52,11 @@ long long errors_of(const RedisServer& s, const std::string& code) {
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + code.size() + 17));
 }
 
-// Through `url`: a lock is granted on the set's master (its keys are there
-// while held), and the `fairlock` command runs a command holding a turn.
-void expect_lock_on_the_master(SentinelSet& set, const std::string& url) {
+// Through `o`: a lock is granted on the set's master (its keys are there
+// while held).
+void expect_lock_on_the_master(SentinelSet& set, const Options& o) {
   const std::string name = unique_name("sentinel-setup");
-  Client c(options_for(url));
+  Client c(o);
   FairLock l(c, name);
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(l.try_lock_for(kLockBound));
@@ -61,6 +64,10 @@ void expect_lock_on_the_master(SentinelSet& set, const std::string& url) {
   EXPECT_GT(l.fence(), 0u);
   EXPECT_NE(keys_of(set.node(set.master_index()), name), "") << "no key of the grant on the master";
   EXPECT_EQ(l.release(), Released::released);
+}
+
+// The `fairlock` command through `url` runs a command holding a turn.
+void expect_cli_runs(const std::string& url) {
   const CliResult r = run_cli({"run", unique_name("sentinel-setup-cli"), "echo", "ran"}, url);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ran"), std::string::npos) << r.output;
@@ -77,11 +84,85 @@ TEST(SentinelSetup, AStaleSentinelNamingAReplicaIsGotPastByRole) {
   std::unique_ptr<RedisServer> stale = set.stale_sentinel(set.data_port(1));
   ASSERT_EQ(named_by(*stale, set), replica_address);
   const long long roles_before = command_calls(replica, "role");
-  ASSERT_NO_FATAL_FAILURE(expect_lock_on_the_master(set, edited_url(set.url(), address(stale->port()))));
+  const std::string url = edited_url(set.url(), address(stale->port()));
+  ASSERT_NO_FATAL_FAILURE(expect_lock_on_the_master(set, options_for(url)));
+  expect_cli_runs(url);
   EXPECT_GE(command_calls(replica, "role"), roles_before + 2) << "the replica's ROLE was not asked (client, CLI)";
   EXPECT_EQ(script_calls(replica), 0);
   EXPECT_EQ(errors_of(replica, "READONLY"), 0);
   EXPECT_EQ(named_by(*stale, set), replica_address) << "the sentinel was not stale throughout";
+}
+
+constexpr const char* kDataPassword = "data-secret";
+constexpr const char* kSentinelPassword = "sentinel-secret";
+
+SentinelSetOptions with_passwords() {
+  SentinelSetOptions so;
+  so.data_password = kDataPassword;
+  so.sentinel_password = kSentinelPassword;
+  return so;
+}
+
+// Through the set with `data_password` in the URL, `sentinel_password` in
+// Options::sentinel (none if empty).
+Options with_credentials(const SentinelSet& set, const std::string& data_password,
+                         const std::string& sentinel_password) {
+  Options o = options_for(edited_url(set.url(), "", data_password));
+  o.sentinel.password = sentinel_password;
+  return o;
+}
+
+// Client's constructor throws AccessDenied (a setup error), at once.
+void expect_access_denied(const Options& o, const std::string& what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Client c(o);
+    ADD_FAILURE() << what << ": a client was made";
+  } catch (const AccessDenied& e) {
+    EXPECT_TRUE(is_setup_error(e)) << what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": not AccessDenied: " << e.what();
+  }
+  EXPECT_LT(since(t0), kRefusedBound) << what;
+}
+
+// What a client that gives no password is answered.
+std::string unauthenticated_ping(const RedisServer& s) {
+  Reply r = command_reply(s.port(), {"PING"}, kRefusedBound);
+  return r ? reply_text(r.get()) : "no reply";
+}
+
+// The sentinels' password in Options::sentinel and the data nodes' in the
+// URL (each refuses a client without its password): a lock is granted on
+// the master.
+TEST(SentinelSetup, SentinelsAndDataNodesWithPasswordsOfTheirOwn) {
+  SentinelSet set(with_passwords());
+  for (const RedisServer* s : {&set.node(0), &set.sentinel(0)})
+    EXPECT_EQ(unauthenticated_ping(*s).rfind("ERR:NOAUTH", 0), 0u) << unauthenticated_ping(*s);
+  expect_lock_on_the_master(set, with_credentials(set, kDataPassword, kSentinelPassword));
+}
+
+// The data nodes' password right, the sentinels' wrong, missing, or the data
+// nodes' given to the sentinels (and theirs in the URL): AccessDenied.
+TEST(SentinelSetup, AWrongSentinelPasswordIsAccessDeniedAtOnce) {
+  SentinelSet set(with_passwords());
+  expect_access_denied(with_credentials(set, kDataPassword, "wrong"), "wrong sentinel password");
+  expect_access_denied(with_credentials(set, kDataPassword, ""), "no sentinel password");
+  expect_access_denied(with_credentials(set, kSentinelPassword, kDataPassword), "the passwords swapped");
+  // The `fairlock` command has no option for the sentinels' credentials:
+  // refused at once too (77: wrong user or password).
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r =
+      run_cli({"run", unique_name("sentinel-setup-cli"), "true"}, with_credentials(set, kDataPassword, "").url);
+  EXPECT_EQ(r.status, 77) << r.output;
+  EXPECT_LT(since(t0), kRefusedBound);
+}
+
+// The sentinels' password right, the data nodes' wrong or missing: AccessDenied.
+TEST(SentinelSetup, AWrongDataPasswordIsAccessDeniedAtOnce) {
+  SentinelSet set(with_passwords());
+  expect_access_denied(with_credentials(set, "wrong", kSentinelPassword), "wrong data password");
+  expect_access_denied(with_credentials(set, "", kSentinelPassword), "no data password");
 }
 
 }  // namespace
