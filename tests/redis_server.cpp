@@ -33,6 +33,15 @@ int free_port() {
   return port;
 }
 
+// AUTH with `password` (nothing to do if empty); false if refused or no reply.
+bool authenticated(redisContext* c, const std::string& password) {
+  if (password.empty()) return true;
+  auto* r = static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size()));
+  const bool ok = r && r->type == REDIS_REPLY_STATUS;
+  if (r) freeReplyObject(r);
+  return ok;
+}
+
 }  // namespace
 
 std::string reply_text(const redisReply* r) {
@@ -100,6 +109,7 @@ void RedisServer::start() {
       "--port", std::to_string(port_), "--bind", "127.0.0.1",   "--dir", dir_,        "--save",
       "",       "--appendonly",        "no",     "--daemonize", "no",    "--logfile", log_file()};
   args.insert(args.end(), base.begin(), base.end());
+  if (!launch_.requirepass.empty()) args.insert(args.end(), {"--requirepass", launch_.requirepass});
   for (const auto& e : extra_) args.push_back(e);
   for (const auto& e : tls_args_) args.push_back(e);
   pid_t pid = ::fork();
@@ -124,7 +134,7 @@ void RedisServer::start() {
       throw std::runtime_error("redis-server exited at start");
     }
     redisContext* c = redisConnect("127.0.0.1", port_);
-    if (c && !c->err) {
+    if (c && !c->err && authenticated(c, launch_.requirepass)) {
       auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
       bool ok = r && r->type == REDIS_REPLY_STATUS;
       if (r) freeReplyObject(r);
@@ -175,7 +185,8 @@ void RedisServer::restart(std::vector<std::string> extra) {
 
 void FreeReply::operator()(redisReply* r) const { freeReplyObject(r); }
 
-Reply command_reply(int port, const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+Reply command_reply(int port, const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                    const std::string& password) {
   const timeval tv{static_cast<time_t>(timeout.count() / 1000),
                    static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
   redisContext* c =
@@ -185,6 +196,10 @@ Reply command_reply(int port, const std::vector<std::string>& argv, std::chrono:
     throw std::runtime_error("cannot connect to test redis");
   }
   if (timeout.count() > 0) redisSetTimeout(c, tv);
+  if (!authenticated(c, password)) {
+    redisFree(c);
+    throw std::runtime_error("test redis refused AUTH");
+  }
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
   for (const auto& a : argv) {
@@ -196,8 +211,12 @@ Reply command_reply(int port, const std::vector<std::string>& argv, std::chrono:
   return r;
 }
 
+Reply RedisServer::reply(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) const {
+  return command_reply(port_, argv, timeout, launch_.requirepass);
+}
+
 std::string RedisServer::cmd(const std::vector<std::string>& argv) const {
-  Reply r = command_reply(port_, argv);
+  Reply r = reply(argv, std::chrono::milliseconds(0));
   return r ? reply_text(r.get()) : "ERR:no reply";
 }
 

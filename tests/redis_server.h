@@ -19,11 +19,19 @@ struct TlsPort {
   std::vector<std::string> extra;            // e.g. {"--tls-protocols", "TLSv1.2"}
 };
 
+struct FreeReply {
+  void operator()(redisReply* r) const;
+};
+using Reply = std::unique_ptr<redisReply, FreeReply>;
+
 // What to run: a sentinel runs from a config file of its own (which it
 // rewrites), named before the options.
 struct Launch {
   std::string program = "redis-server";
   std::string config_file;  // none if empty
+  // The default user's password (--requirepass), which the harness gives
+  // (AUTH) before its readiness check and every cmd(); none if empty.
+  std::string requirepass;
 };
 
 class RedisServer {
@@ -53,6 +61,8 @@ class RedisServer {
   // Runs one command through redis-cli-free hiredis; returns the reply as text
   // (arrays joined by '\n', nil as "(nil)", errors prefixed with "ERR:").
   std::string cmd(const std::vector<std::string>& argv) const;
+  // The reply of one command (command_reply() with the server's requirepass).
+  Reply reply(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) const;
 
  private:
   void start();
@@ -69,15 +79,11 @@ class RedisServer {
 // A reply as text, the way RedisServer::cmd returns it.
 std::string reply_text(const redisReply* r);
 
-struct FreeReply {
-  void operator()(redisReply* r) const;
-};
-using Reply = std::unique_ptr<redisReply, FreeReply>;
 // The reply of one command to the server on 127.0.0.1:`port`, or null if none
-// came within `timeout` (zero: no limit, also for the connection). Throws if
-// it cannot connect.
+// came within `timeout` (zero: no limit, also for the connection), after AUTH
+// with `password` if not empty. Throws if it cannot connect or AUTH fails.
 Reply command_reply(int port, const std::vector<std::string>& argv,
-                    std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+                    std::chrono::milliseconds timeout = std::chrono::milliseconds(0), const std::string& password = "");
 
 // Shared server for most tests (started by the test main).
 RedisServer& server();

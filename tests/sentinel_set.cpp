@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -27,9 +28,9 @@ constexpr ms kAsk{1000};    // one question to one process (a stopped one never 
 constexpr int kQuorum = 2;  // of 3 sentinels; also the majority a failover needs
 
 // One command's reply as text (RedisServer::cmd's form), or "ERR:unreachable".
-std::string ask(int port, const std::vector<std::string>& argv) {
+std::string ask(const RedisServer& s, const std::vector<std::string>& argv) {
   try {
-    Reply r = command_reply(port, argv, kAsk);
+    Reply r = s.reply(argv, kAsk);
     return r ? reply_text(r.get()) : "ERR:no reply";
   } catch (const std::exception&) {
     return "ERR:unreachable";
@@ -44,10 +45,10 @@ Fields fields_of(const redisReply* r) {
 }
 
 // A reply of key/value arrays (SENTINEL REPLICAS, SENTINEL SENTINELS): one Fields each; none if no answer.
-std::vector<Fields> ask_table(int port, const std::vector<std::string>& argv) {
+std::vector<Fields> ask_table(const RedisServer& s, const std::vector<std::string>& argv) {
   std::vector<Fields> rows;
   try {
-    Reply r = command_reply(port, argv, kAsk);
+    Reply r = s.reply(argv, kAsk);
     if (r && r->type == REDIS_REPLY_ARRAY)
       for (size_t i = 0; i < r->elements; ++i) rows.push_back(fields_of(r->element[i]));
   } catch (const std::exception&) {
@@ -56,8 +57,8 @@ std::vector<Fields> ask_table(int port, const std::vector<std::string>& argv) {
 }
 
 // ROLE's first word: "master", "slave", or an "ERR:..." when it does not answer.
-std::string role(int port) {
-  std::string r = ask(port, {"ROLE"});
+std::string role(const RedisServer& s) {
+  std::string r = ask(s, {"ROLE"});
   return r.substr(0, r.find('\n'));
 }
 
@@ -123,6 +124,7 @@ TlsPort SentinelSet::tls_port() const {
 std::vector<std::string> SentinelSet::data_args(int replica_of) const {
   std::vector<std::string> a = {"--repl-diskless-sync", "yes",        "--repl-diskless-sync-delay", "0",
                                 "--repl-diskless-load", "on-empty-db"};
+  if (!o_.data_password.empty()) a.insert(a.end(), {"--masterauth", o_.data_password});
   if (replica_of >= 0) a.insert(a.end(), {"--replicaof", "127.0.0.1", std::to_string(data_port(replica_of))});
   return a;
 }
@@ -130,15 +132,16 @@ std::vector<std::string> SentinelSet::data_args(int replica_of) const {
 // The master, then its replicas, online before any sentinel starts: a
 // sentinel's first INFO of the master finds both (the next one is 10 s later).
 void SentinelSet::start_nodes(Clock::time_point end) {
-  nodes_.push_back(std::make_unique<RedisServer>(data_args(-1), tls_port()));
-  for (int i = 1; i < kNodes; ++i) nodes_.push_back(std::make_unique<RedisServer>(data_args(0), tls_port()));
+  const Launch data{"redis-server", "", o_.data_password};
+  nodes_.push_back(std::make_unique<RedisServer>(data_args(-1), tls_port(), data));
+  for (int i = 1; i < kNodes; ++i) nodes_.push_back(std::make_unique<RedisServer>(data_args(0), tls_port(), data));
   poll_until(
       "first sync of the replicas", [this] { return replicas_not_online(0); }, end);
 }
 
 // "" when every other node is an online replica of node m (its INFO says so).
 std::string SentinelSet::replicas_not_online(int m) const {
-  std::string info = ask(nodes_[m]->port(), {"INFO", "replication"});
+  std::string info = ask(*nodes_[m], {"INFO", "replication"});
   for (int i = 0; i < kNodes; ++i)
     if (i != m && info.find(",port=" + std::to_string(data_port(i)) + ",state=online") == std::string::npos)
       return "node " + std::to_string(i) + " is not an online replica of node " + std::to_string(m);
@@ -155,24 +158,38 @@ void SentinelSet::poll_until(const std::string& what, const std::function<std::s
   }
 }
 
-std::string SentinelSet::sentinel_config() const {
+std::string SentinelSet::sentinel_config(int master_port, int quorum, ms down_after) const {
   const std::string& n = o_.master_name;
   std::ostringstream c;
   c << "sentinel resolve-hostnames no\n"
-    << "sentinel monitor " << n << " 127.0.0.1 " << data_port(0) << " " << kQuorum << "\n"
-    << "sentinel down-after-milliseconds " << n << " " << o_.down_after.count() << "\n"
+    << "sentinel monitor " << n << " 127.0.0.1 " << master_port << " " << quorum << "\n"
+    << "sentinel down-after-milliseconds " << n << " " << down_after.count() << "\n"
     << "sentinel failover-timeout " << n << " " << o_.failover_timeout.count() << "\n"
     << "sentinel parallel-syncs " << n << " " << kNodes - 1 << "\n";
+  if (!o_.data_password.empty()) c << "sentinel auth-pass " << n << " " << o_.data_password << "\n";
+  if (!o_.sentinel_password.empty()) c << "sentinel sentinel-pass " << o_.sentinel_password << "\n";
   return c.str();
+}
+
+// A sentinel from `config`, written to `config_file` (which it rewrites).
+std::unique_ptr<RedisServer> SentinelSet::start_sentinel(const std::string& config_file,
+                                                         const std::string& config) const {
+  std::ofstream(config_file) << config;
+  return std::make_unique<RedisServer>(std::vector<std::string>{}, tls_port(),
+                                       Launch{FAIRLOCK_REDIS_SENTINEL_PATH, config_file, o_.sentinel_password});
 }
 
 void SentinelSet::start_sentinels() {
   for (int i = 0; i < kSentinels; ++i) {
     const std::string file = dir_.path + "/sentinel-" + std::to_string(i) + ".conf";
-    std::ofstream(file) << sentinel_config();
-    sentinels_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{}, tls_port(),
-                                                       Launch{FAIRLOCK_REDIS_SENTINEL_PATH, file}));
+    sentinels_.push_back(start_sentinel(file, sentinel_config(data_port(0), kQuorum, o_.down_after)));
   }
+}
+
+std::unique_ptr<RedisServer> SentinelSet::stale_sentinel(int port) const {
+  static std::atomic<int> n{0};
+  const std::string file = dir_.path + "/stale-sentinel-" + std::to_string(n++) + ".conf";
+  return start_sentinel(file, sentinel_config(port, 1, ms(60000)));
 }
 
 std::string SentinelSet::url() const {
@@ -195,7 +212,7 @@ int SentinelSet::index_of(int port) const {
 // The master's port as sentinel s names it; -1 if it does not run or answer.
 int SentinelSet::named_master_port(int s) const {
   if (!sentinels_[s]->up()) return -1;
-  std::string a = ask(sentinels_[s]->port(), {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", o_.master_name});
+  std::string a = ask(*sentinels_[s], {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", o_.master_name});
   return a.rfind("127.0.0.1\n", 0) == 0 ? std::atoi(a.c_str() + a.find('\n') + 1) : -1;
 }
 
@@ -230,7 +247,7 @@ SentinelSet::NewMaster SentinelSet::wait_new_master(int old, Clock::time_point t
           ++answered;
           if (promoted.count(p)) continue;
           index = index_of(p);
-          promoted[p] = index >= 0 && index != old && role(nodes_[index]->port()) == "master";
+          promoted[p] = index >= 0 && index != old && role(*nodes_[index]) == "master";
           if (promoted[p] && !first) first = std::chrono::duration_cast<ms>(Clock::now() - t0);
         }
         const bool agreed = promoted.size() == 1 && promoted.begin()->second && answered >= kQuorum;
@@ -265,7 +282,7 @@ std::string SentinelSet::unsettled() const {
   }
   const int m = index_of(named);
   if (m < 0) return "the sentinels name port " + std::to_string(named) + ", no node's";
-  if (role(nodes_[m]->port()) != "master") return "node " + std::to_string(m) + " is not ROLE master";
+  if (role(*nodes_[m]) != "master") return "node " + std::to_string(m) + " is not ROLE master";
   if (std::string why = replicas_not_online(m); !why.empty()) return why;
   for (int s = 0; s < kSentinels; ++s) {
     std::string why = sentinels_[s]->up() ? unsettled_sentinel(s, m) : "";
@@ -276,11 +293,11 @@ std::string SentinelSet::unsettled() const {
 
 // What sentinel s does not see yet of a set whose master is node m.
 std::string SentinelSet::unsettled_sentinel(int s, int m) const {
-  const int port = sentinels_[s]->port();
-  const auto masters = ask_table(port, {"SENTINEL", "MASTERS"});
+  const RedisServer& sentinel = *sentinels_[s];
+  const auto masters = ask_table(sentinel, {"SENTINEL", "MASTERS"});
   const Fields* master = row_with_port(masters, data_port(m));
   if (!master || master->at("flags") != "master") return "the master's flags are not just \"master\"";
-  const auto replicas = ask_table(port, {"SENTINEL", "REPLICAS", o_.master_name});
+  const auto replicas = ask_table(sentinel, {"SENTINEL", "REPLICAS", o_.master_name});
   for (int i = 0; i < kNodes; ++i) {
     if (i == m) continue;
     const Fields* r = row_with_port(replicas, data_port(i));
@@ -288,7 +305,7 @@ std::string SentinelSet::unsettled_sentinel(int s, int m) const {
         r->at("master-port") != std::to_string(data_port(m)))
       return "node " + std::to_string(i) + " is not a healthy replica of node " + std::to_string(m) + " to it";
   }
-  const auto others = ask_table(port, {"SENTINEL", "SENTINELS", o_.master_name});
+  const auto others = ask_table(sentinel, {"SENTINEL", "SENTINELS", o_.master_name});
   for (int t = 0; t < kSentinels; ++t) {
     const Fields* r = row_with_port(others, sentinel_port(t));
     if (t != s && sentinels_[t]->up() && (!r || !healthy_sentinel(r->at("flags"))))
@@ -342,7 +359,7 @@ SentinelSet::ms SentinelSet::failover_coordinated(ms limit) {
   std::string ok = "ERR:no sentinel up";
   for (const auto& s : sentinels_) {
     if (!s->up()) continue;
-    ok = ask(s->port(), {"SENTINEL", "FAILOVER", o_.master_name});
+    ok = ask(*s, {"SENTINEL", "FAILOVER", o_.master_name});
     break;
   }
   if (ok != "OK") throw std::runtime_error("SENTINEL FAILOVER: " + ok);
@@ -369,7 +386,7 @@ SentinelSet::ms SentinelSet::resume_old_master(ms limit) {
   const auto t0 = Clock::now();
   poll_until(
       "demotion of node " + std::to_string(old),
-      [&] { return role(node(old).port()) == "slave" ? "" : "it answers ROLE " + role(node(old).port()); }, end);
+      [&] { return role(node(old)) == "slave" ? "" : "it answers ROLE " + role(node(old)); }, end);
   const ms took = std::chrono::duration_cast<ms>(Clock::now() - t0);
   wait_settled(left(end));
   return took;

@@ -30,6 +30,13 @@ struct SentinelSetOptions {
   // Also (twice) the pause before a sentinel retries a failover that failed
   // (e.g. a split vote): short enough for many failovers in a row.
   std::chrono::milliseconds failover_timeout{5000};
+  // The default user's password (requirepass) of the data nodes, which the
+  // replicas (masterauth) and the sentinels (sentinel auth-pass) give them;
+  // none if empty.
+  std::string data_password;
+  // The sentinels' own requirepass, which they give each other (sentinel
+  // sentinel-pass); none if empty. The harness gives both where they belong.
+  std::string sentinel_password;
 };
 
 class SentinelSet {
@@ -91,6 +98,14 @@ class SentinelSet {
   // demoted it (ROLE slave) and the set is settled; returns the time from the
   // resume to its ROLE slave.
   ms resume_old_master(ms limit = ms(60000));
+  // A 4th sentinel, alone: quorum 1, monitoring the master name at
+  // 127.0.0.1:`port` (a replica's data port, or one where nothing listens),
+  // which it keeps naming: a stale sentinel. It fails nothing over for a
+  // minute (down-after 60 s). Same TLS and passwords as the set's sentinels.
+  // When `port` is a node's, it and the set's sentinels meet through that
+  // node's hello channel; it keeps its address while no failover has raised
+  // the set's config epoch. The caller destroys it before the set.
+  std::unique_ptr<RedisServer> stale_sentinel(int port) const;
   // Waits until the sentinels that run (at least 2: a test may have killed
   // one) agree on a master that answers ROLE master, both other nodes are its
   // online replicas, and each of those sentinels sees it all (master, healthy
@@ -111,7 +126,8 @@ class SentinelSet {
   TlsPort tls_port() const;
   void start_nodes(Clock::time_point end);
   void start_sentinels();
-  std::string sentinel_config() const;
+  std::string sentinel_config(int master_port, int quorum, ms down_after) const;
+  std::unique_ptr<RedisServer> start_sentinel(const std::string& config_file, const std::string& config) const;
   int index_of(int port) const;
   int named_master_port(int s) const;
   std::vector<int> named_master_ports() const;

@@ -1,10 +1,10 @@
 // The Sentinel set of the tests (sentinel_set.h) against its real processes:
 // it starts with every sentinel knowing the whole set, fails over when the
 // master is killed (several times in a row), keeps 2 replicas that receive
-// the writes, does the same over TLS, and leaves nothing behind. (SENTINEL
-// FAILOVER and a stopped master, 47 s of waiting for Sentinel, are the fault
-// suite's: tests/faults/test_sentinel_faults.cpp, which fails if they do
-// not move the master.)
+// the writes, does the same over TLS and with passwords, and leaves nothing
+// behind. (SENTINEL FAILOVER and a stopped master, 47 s of waiting for
+// Sentinel, are the fault suite's: tests/faults/test_sentinel_faults.cpp,
+// which fails if they do not move the master.)
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -149,6 +149,25 @@ TEST(SentinelSet, KillingTheMasterInARowMovesItAndKeepsTwoReplicas) {
   expect_moved_from(set, old);
   set.sentinel(2).restart();
   set.wait_settled();
+}
+
+// With passwords: every process refuses a client without its password, the
+// sentinels reach the data nodes (auth-pass) and each other (sentinel-pass),
+// the replicas their master (masterauth), also after a failover.
+TEST(SentinelSet, WithPasswordsStartsAndFailsOver) {
+  SentinelSetOptions o;
+  o.data_password = "data-secret";
+  o.sentinel_password = "sentinel-secret";
+  SentinelSet set(o);
+  for (const RedisServer* s : {&set.node(0), &set.node(1), &set.sentinel(0)}) {
+    Reply r = command_reply(s->port(), {"PING"}, 5000ms);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(reply_text(r.get()).rfind("ERR:NOAUTH", 0), 0u) << reply_text(r.get());
+  }
+  expect_writes_replicated(set);
+  const int old = set.master_index();
+  expect_failover_time(set.kill_master_and_wait_failover());
+  expect_moved_from(set, old);
 }
 
 // How many of s's clients (CLIENT LIST) have `what` in their line; -1 if
