@@ -3,9 +3,15 @@
 // sentinels with a password of their own (Options::sentinel; the URL's
 // credentials are the data nodes') are reached with it, and a wrong password
 // for either is AccessDenied at once.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "fairlock/fairlock.h"
@@ -93,6 +99,40 @@ TEST(SentinelSetup, AStaleSentinelNamingAReplicaIsGotPastByRole) {
   EXPECT_EQ(named_by(*stale, set), replica_address) << "the sentinel was not stale throughout";
 }
 
+// A loopback port that refuses connections (bound, never listening) while
+// this lives: the address of a master that died.
+struct DeadPort {
+  DeadPort() : fd(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      throw std::runtime_error("DeadPort: no port");
+    }
+    port = ntohs(a.sin_port);
+  }
+  ~DeadPort() { ::close(fd); }
+  DeadPort(const DeadPort&) = delete;
+  DeadPort& operator=(const DeadPort&) = delete;
+  int fd;
+  int port = 0;
+};
+
+// A stale sentinel, first in the URL, names a dead master: the address is
+// skipped when it refuses, and the next sentinel asked (before the fix, every
+// attempt asked the stale one first and connected to the dead port for ever).
+TEST(SentinelSetup, AStaleSentinelNamingADeadAddressIsGotPast) {
+  SentinelSet set;
+  const DeadPort dead;
+  std::unique_ptr<RedisServer> stale = set.stale_sentinel(dead.port);
+  ASSERT_EQ(named_by(*stale, set), "127.0.0.1\n" + std::to_string(dead.port));
+  const std::string url = edited_url(set.url(), address(stale->port()));
+  ASSERT_NO_FATAL_FAILURE(expect_lock_on_the_master(set, options_for(url)));
+  expect_cli_runs(url);
+}
+
 constexpr const char* kDataPassword = "data-secret";
 constexpr const char* kSentinelPassword = "sentinel-secret";
 
@@ -112,14 +152,16 @@ Options with_credentials(const SentinelSet& set, const std::string& data_passwor
   return o;
 }
 
-// Client's constructor throws AccessDenied (a setup error), at once.
-void expect_access_denied(const Options& o, const std::string& what) {
+// Client's constructor throws AccessDenied (a setup error), at once; a
+// sentinel's refusal names Options::sentinel, a data node's does not.
+void expect_access_denied(const Options& o, const std::string& what, bool by_a_sentinel) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
     Client c(o);
     ADD_FAILURE() << what << ": a client was made";
   } catch (const AccessDenied& e) {
     EXPECT_TRUE(is_setup_error(e)) << what;
+    EXPECT_EQ(std::string(e.what()).find("Options::sentinel") != std::string::npos, by_a_sentinel) << e.what();
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": not AccessDenied: " << e.what();
   }
@@ -146,23 +188,33 @@ TEST(SentinelSetup, SentinelsAndDataNodesWithPasswordsOfTheirOwn) {
 // nodes' given to the sentinels (and theirs in the URL): AccessDenied.
 TEST(SentinelSetup, AWrongSentinelPasswordIsAccessDeniedAtOnce) {
   SentinelSet set(with_passwords());
-  expect_access_denied(with_credentials(set, kDataPassword, "wrong"), "wrong sentinel password");
-  expect_access_denied(with_credentials(set, kDataPassword, ""), "no sentinel password");
-  expect_access_denied(with_credentials(set, kSentinelPassword, kDataPassword), "the passwords swapped");
-  // The `fairlock` command has no option for the sentinels' credentials:
-  // refused at once too (77: wrong user or password).
+  expect_access_denied(with_credentials(set, kDataPassword, "wrong"), "wrong sentinel password", true);
+  expect_access_denied(with_credentials(set, kDataPassword, ""), "no sentinel password", true);
+  expect_access_denied(with_credentials(set, kSentinelPassword, kDataPassword), "the passwords swapped", true);
+  // The `fairlock` command without $FAIRLOCK_SENTINEL_PASSWORD: refused at
+  // once (77: wrong user or password), in the command's words.
   const auto t0 = std::chrono::steady_clock::now();
   const CliResult r =
       run_cli({"run", unique_name("sentinel-setup-cli"), "true"}, with_credentials(set, kDataPassword, "").url);
   EXPECT_EQ(r.status, 77) << r.output;
+  EXPECT_NE(r.output.find("$FAIRLOCK_SENTINEL_PASSWORD"), std::string::npos) << r.output;
   EXPECT_LT(since(t0), kRefusedBound);
+}
+
+// The command takes the sentinels' password from $FAIRLOCK_SENTINEL_PASSWORD
+// (never from its arguments), the data nodes' from the URL.
+TEST(SentinelSetup, TheCommandTakesTheSentinelsPasswordFromTheEnvironment) {
+  SentinelSet set(with_passwords());
+  ASSERT_EQ(::setenv("FAIRLOCK_SENTINEL_PASSWORD", kSentinelPassword, 1), 0);
+  expect_cli_runs(with_credentials(set, kDataPassword, "").url);
+  ::unsetenv("FAIRLOCK_SENTINEL_PASSWORD");
 }
 
 // The sentinels' password right, the data nodes' wrong or missing: AccessDenied.
 TEST(SentinelSetup, AWrongDataPasswordIsAccessDeniedAtOnce) {
   SentinelSet set(with_passwords());
-  expect_access_denied(with_credentials(set, "wrong", kSentinelPassword), "wrong data password");
-  expect_access_denied(with_credentials(set, "", kSentinelPassword), "no data password");
+  expect_access_denied(with_credentials(set, "wrong", kSentinelPassword), "wrong data password", false);
+  expect_access_denied(with_credentials(set, "", kSentinelPassword), "no data password", false);
 }
 
 }  // namespace

@@ -36,9 +36,16 @@ MasterLocator::MasterLocator(SentinelConfig config, spdlog::logger& log)
 std::optional<Endpoint> MasterLocator::ask(const Endpoint& sentinel) {
   std::chrono::milliseconds timeout = config_.timeout;
   if (CallDeadline::binds(timeout)) timeout = std::max(std::chrono::milliseconds(1), CallDeadline::bound(timeout));
-  Connection c(Target{sentinel, config_.tls, timeout, timeout});
-  ReplyPtr r = c.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
-  if (is_error(*r)) throw_reply_error(*r, "SENTINEL get-master-addr-by-name");
+  ReplyPtr r;
+  try {
+    Connection c(Target{sentinel, config_.tls, timeout, timeout});
+    r = c.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
+    if (is_error(*r)) throw_reply_error(*r, "SENTINEL get-master-addr-by-name");
+  } catch (const AccessDenied& e) {  // told in the words of the sentinels' own settings
+    throw AccessDenied("sentinel " + sentinel.where() +
+                       " refused: the sentinels' user and password are Options::sentinel's, not the URL's (" +
+                       e.what() + ")");
+  }
   if (is_nil(*r) || !is_array(*r) || reply_size(*r) != 2) return std::nullopt;
   Endpoint master;
   master.host = std::string(reply_string(reply_at(*r, 0)));

@@ -1,5 +1,6 @@
 #include "net/open_connection.h"
 
+#include <exception>
 #include <vector>
 
 #include "net/master_locator.h"
@@ -13,21 +14,34 @@ namespace {
 // the old master, then one that names the new one.
 constexpr int kAddressesTried = 3;
 
+// A named address that cannot be reached (a stale sentinel naming a dead
+// master) or is not master is skipped, and the sentinels asked again.
 std::unique_ptr<Connection> open_master(const Target& t) {
   MasterLocator& locator = *t.locator;
   std::vector<Endpoint> not_master;
+  std::exception_ptr unreachable;
   for (int i = 0; i < kAddressesTried; ++i) {
     Target direct = t;
     direct.locator = nullptr;
-    direct.endpoint = locator.locate(t.endpoint, not_master);
-    auto c = std::make_unique<Connection>(direct);
-    if (answers_as_master(*c)) {
-      locator.confirmed(direct.endpoint);
-      c->set_generation(locator.generation());
-      return c;
+    try {
+      direct.endpoint = locator.locate(t.endpoint, not_master);
+    } catch (const NotConnected&) {
+      if (unreachable) std::rethrow_exception(unreachable);  // every address named was tried
+      throw;
+    }
+    try {
+      auto c = std::make_unique<Connection>(direct);
+      if (answers_as_master(*c)) {
+        locator.confirmed(direct.endpoint);
+        c->set_generation(locator.generation());
+        return c;
+      }
+    } catch (const NotConnected&) {
+      unreachable = std::current_exception();
     }
     not_master.push_back(direct.endpoint);
   }
+  if (unreachable) std::rethrow_exception(unreachable);
   throw NotMaster("sentinel: the servers named for '" + locator.master_name() +
                   "' are not the master (a failover under way?)");
 }

@@ -60,6 +60,13 @@ void tls_from_environment(fairlock::TlsOptions& t) {
   }
 }
 
+// The sentinels' own credentials (Options::sentinel): from the environment
+// only, as a password never belongs on a command line.
+void sentinel_credentials_from_environment(fairlock::SentinelOptions& s) {
+  if (const char* v = std::getenv("FAIRLOCK_SENTINEL_USER")) s.user = v;
+  if (const char* v = std::getenv("FAIRLOCK_SENTINEL_PASSWORD")) s.password = v;
+}
+
 // One of the TLS options with a value; false if `key` is none of them.
 bool take_tls_option(const std::string& key, const std::string& value, fairlock::TlsOptions& t) {
   if (key == "--tls-min-version") {
@@ -213,6 +220,7 @@ fairlock::Options client_options(const Args& a, fairlock::Notify notify) {
   if (tls) o.tls = a.tls;  // (environment defaults do not apply to plain URLs)
   if (!tls && a.use_tls) throw UsageError("--tls needs a redis:// or redis-sentinel:// URL (it is " + a.url + ")");
   if (!tls && a.tls_flags) throw UsageError("TLS options need a rediss:// or rediss-sentinel:// URL, or --tls");
+  sentinel_credentials_from_environment(o.sentinel);
   o.key_prefix = a.prefix;
   o.notify = notify;
   o.allow_evicting_server = a.allow_evicting;

@@ -86,7 +86,9 @@ Global options (before or after the subcommand's name, before NAME):
   -u, --url URL   redis://[user:password@]host:port[/db], rediss://... (TLS),
                   unix:///path, or through Sentinel
                   redis-sentinel://host1:26379[,host2:26379...][/db]#master
-                  (rediss-sentinel://... for TLS)
+                  (rediss-sentinel://... for TLS; the URL's user:password
+                  are the data nodes'; the sentinels' own, if they need
+                  any: $FAIRLOCK_SENTINEL_USER, $FAIRLOCK_SENTINEL_PASSWORD)
                   (default: $FAIRLOCK_URL, else redis://127.0.0.1:6379)
   --prefix P      key prefix (default: fairlock)
   --allow-evicting-server

@@ -18,6 +18,7 @@ const std::pair<const char*, const char*> kFlags[] = {
     {"LockOptions::lease", "--lease"},
     {"Options::tls", "the TLS options"},
     {"Options::url", "--url ($FAIRLOCK_URL)"},
+    {"Options::sentinel's", "$FAIRLOCK_SENTINEL_USER and $FAIRLOCK_SENTINEL_PASSWORD"},
 };
 
 // Arguments named only by a BadOption's option(), never replaced inside a text.
