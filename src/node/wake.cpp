@@ -21,6 +21,10 @@ using std::chrono::milliseconds;
 
 namespace {
 
+// Thrown out of a session when the master changed (Wake::reconnect): not a
+// failure, the subscriber moves at once.
+struct MasterChanged {};
+
 bool is_setup_failure(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
@@ -176,6 +180,16 @@ void Wake::unwatch(const std::string& name) {
   poke();
 }
 
+// Nothing is subscribed any more: waiters poll until signals are back.
+void Wake::unsubscribed() {
+  signals_ok_.store(false);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    confirmed_.clear();
+  }
+  sink_.recheck(nullptr);  // waiters switch to position-aware polling
+}
+
 void Wake::loop() {
   milliseconds backoff = retry::kResubscribeFirst;
   bool failed_before = false;
@@ -188,6 +202,10 @@ void Wake::loop() {
       }
       backoff = retry::kResubscribeFirst;
       session(*c);
+    } catch (const MasterChanged&) {  // planned: subscribe on the new master now
+      log_.info("fairlock: wake subscriber follows the new master");
+      unsubscribed();
+      failed_before = true;
     } catch (const std::exception& e) {
       if (stopping_.load()) break;
       note_first_failure();
@@ -195,11 +213,7 @@ void Wake::loop() {
         log_.warn("fairlock: wake subscriber down ({}); waiters poll until it is back", e.what());
       }
       failed_before = true;
-      {
-        std::lock_guard<std::mutex> lk(mu_);
-        confirmed_.clear();
-      }
-      sink_.recheck(nullptr);  // waiters switch to position-aware polling
+      unsubscribed();
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait_for(lk, backoff, [&] { return stopping_.load(); });
       backoff = std::min(backoff * 2, retry::kResubscribeMax);
@@ -250,7 +264,7 @@ void Wake::session(Connection& c) {
       ssize_t got = ::read(event_fd_, &v, sizeof v);
       (void)got;
       if (stopping_.load()) return;
-      if (reconnect_.exchange(false)) throw ConnectionError("the master changed");
+      if (reconnect_.exchange(false)) throw MasterChanged();
       sync(c, sent);
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -77,6 +77,7 @@ class Wake {
   bool keyspace_configured();
   void loop();
   void note_first_failure();
+  void unsubscribed();
   void session(Connection& c);
   void sync(Connection& c, std::set<std::string>& sent);
   void dispatch(const redisReply& r);
