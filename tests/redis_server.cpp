@@ -58,6 +58,7 @@ RedisServer::RedisServer(std::vector<std::string> extra, TlsPort tls, Launch lau
   dir_ = tmpl;
   for (int attempt = 0;; ++attempt) {
     port_ = free_port();
+    if (launch_.cluster_bus) cluster_port_ = free_port();
     if (!tls.cert_file.empty()) {
       tls_port_ = free_port();
       tls_args_ = {"--tls-port",         std::to_string(tls_port_),
@@ -100,6 +101,7 @@ void RedisServer::start() {
       "--port", std::to_string(port_), "--bind", "127.0.0.1",   "--dir", dir_,        "--save",
       "",       "--appendonly",        "no",     "--daemonize", "no",    "--logfile", log_file()};
   args.insert(args.end(), base.begin(), base.end());
+  if (cluster_port_ > 0) args.insert(args.end(), {"--cluster-port", std::to_string(cluster_port_)});
   for (const auto& e : extra_) args.push_back(e);
   for (const auto& e : tls_args_) args.push_back(e);
   pid_t pid = ::fork();
