@@ -24,9 +24,9 @@ using namespace std::chrono_literals;
 using ms = std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-// Upper bound of one failover: node_timeout (2 s) until PFAIL, the gossip to
-// FAIL, 0.5-1 s of replica delay, the vote; a failed election retries after
-// twice 2 x node_timeout. Generous for 2 loaded cores.
+// Upper bound of one failover: node_timeout (1.5 s) until PFAIL, the gossip
+// to FAIL, 0.5-1 s of replica delay, the vote; a failed election is retried
+// after 4 x node_timeout (6 s). Generous for 2 loaded cores.
 constexpr ms kFailoverBound{30000};
 // CLUSTER FAILOVER: the master pauses its clients, the replica catches up,
 // then the vote without delay (its own time-out is 5 s).
@@ -195,13 +195,13 @@ TEST(RedisCluster, KillingAMasterPromotesItsReplicaAndTheKilledNodeRejoins) {
     const int old = c.master_of_slot(slot), replica = c.replicas_of_slot(slot).at(0);
     const ms t = c.kill_master_of_slot_and_wait_failover(slot);
     took.push_back(t.count());
-    EXPECT_GE(t, RedisClusterOptions{}.node_timeout);  // not suspected before node_timeout
+    EXPECT_GE(t, RedisClusterOptions{}.node_timeout);  // a PING unanswered that long, then 0.5 s or more
     EXPECT_LT(t, kFailoverBound);
     expect_moved(c, slot, old, replica);
     EXPECT_EQ(c.node(replica).cmd({"GET", k}), "v");
   }
-  std::cout << "[ figures  ] 2 kills: kill to promotion " << p50_max(took) << "; " << since(t0).count()
-            << " ms with the restarts\n";
+  std::cout << "[ figures  ] 2 kills: kill to promotion " << took[0] << " ms, " << took[1] << " ms; "
+            << since(t0).count() << " ms with the restarts\n";
   EXPECT_EQ(c.master_of_slot(slot), 1);
   EXPECT_EQ(c.master_of_slot(0), 0);  // the others never moved
   EXPECT_EQ(c.master_of_slot(16383), 2);
