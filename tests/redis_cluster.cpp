@@ -83,7 +83,7 @@ std::string unhealthy(const std::string& line) {
 
 }  // namespace
 
-RedisCluster::RedisCluster(RedisClusterOptions o, ms limit) : o_(std::move(o)) {
+RedisCluster::RedisCluster(RedisClusterOptions o, ms limit) : o_(o) {
   if (o_.tls) throw std::logic_error("RedisCluster: TLS is not done yet");
   if (o_.masters < 1 || o_.replicas_per_master < 0) throw std::invalid_argument("RedisCluster: no masters");
   const auto end = Clock::now() + limit;
@@ -393,13 +393,18 @@ void RedisCluster::migrate_slot(int slot, int to, const KeyHook& per_key, ms lim
   move_slot(slot, to, per_key, end);
   wait(
       "slot " + std::to_string(slot) + " at node " + std::to_string(to),
-      [&] {
-        const std::string why = unsettled();
-        if (!why.empty()) return why;
-        const int now = master_of_slot(slot);
-        return now == to ? "" : "the map names node " + std::to_string(now);
-      },
-      end);
+      [&] { return unsettled_or_not_at({slot}, to); }, end);
+}
+
+// "" when settled and the map names node `to` for each of `slots`.
+std::string RedisCluster::unsettled_or_not_at(const std::vector<int>& slots, int to) const {
+  std::string why = unsettled();
+  if (!why.empty()) return why;
+  const SlotMap map = slot_map();
+  for (int slot : slots)
+    if (owner(map, slot) != to)
+      return "the map names node " + std::to_string(owner(map, slot)) + " for slot " + std::to_string(slot);
+  return "";
 }
 
 // IMPORTING on `to`, MIGRATING on the owner, the keys, then NODE on `to`
@@ -458,16 +463,7 @@ int RedisCluster::add_master_and_reshard(int n_slots, const KeyHook& per_key, ms
     }
   }
   wait(
-      "reshard to node " + std::to_string(m),
-      [&] {
-        const std::string why = unsettled();
-        if (!why.empty()) return why;
-        const SlotMap now = slot_map();
-        for (int slot : moved)
-          if (owner(now, slot) != m) return "slot " + std::to_string(slot) + " is not at node " + std::to_string(m);
-        return std::string();
-      },
-      end);
+      "reshard to node " + std::to_string(m), [&] { return unsettled_or_not_at(moved, m); }, end);
   return m;
 }
 

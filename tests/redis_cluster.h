@@ -123,6 +123,7 @@ class RedisCluster {
   SlotMap agreed_map(std::string& why) const;
   std::string unsettled() const;
   std::string unsettled_replicas(const SlotMap& map) const;
+  std::string unsettled_or_not_at(const std::vector<int>& slots, int to) const;
   std::string promoted(int slot, const std::vector<int>& candidates) const;
   ms wait_promotion(int slot, const std::vector<int>& candidates, Clock::time_point t0, Clock::time_point end) const;
   void move_keys(int slot, int from, int to, const KeyHook& per_key, Clock::time_point end);

@@ -48,7 +48,7 @@ bool is_replica_of(RedisCluster& c, int i, int master) {
 // A key (with a hash tag of its own) whose slot node `m` masters.
 std::string key_at(const RedisCluster& c, int m, const std::string& base) {
   for (int n = 0;; ++n) {
-    const std::string k = "{" + base + std::to_string(n) + "}";
+    std::string k = "{" + base + std::to_string(n) + "}";
     if (c.master_of_slot(c.slot_of(k)) == m) return k;
   }
 }
