@@ -67,6 +67,7 @@ RedisServer::RedisServer(std::vector<std::string> extra, TlsPort tls, Launch lau
   dir_ = tmpl;
   for (int attempt = 0;; ++attempt) {
     port_ = free_port();
+    if (launch_.cluster_bus) cluster_port_ = free_port();
     if (!tls.cert_file.empty()) {
       tls_port_ = free_port();
       tls_args_ = {"--tls-port",         std::to_string(tls_port_),
@@ -110,6 +111,7 @@ void RedisServer::start() {
       "",       "--appendonly",        "no",     "--daemonize", "no",    "--logfile", log_file()};
   args.insert(args.end(), base.begin(), base.end());
   if (!launch_.requirepass.empty()) args.insert(args.end(), {"--requirepass", launch_.requirepass});
+  if (cluster_port_ > 0) args.insert(args.end(), {"--cluster-port", std::to_string(cluster_port_)});
   for (const auto& e : extra_) args.push_back(e);
   for (const auto& e : tls_args_) args.push_back(e);
   pid_t pid = ::fork();

@@ -32,6 +32,9 @@ struct Launch {
   // The default user's password (--requirepass), which the harness gives
   // (AUTH) before its readiness check and every cmd(); none if empty.
   std::string requirepass;
+  // A cluster node: also a free port for its cluster bus (--cluster-port),
+  // chosen with the others (the default, port + 10000, may be taken or past 65535).
+  bool cluster_bus = false;
 };
 
 class RedisServer {
@@ -46,6 +49,7 @@ class RedisServer {
   int port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   int tls_port() const { return tls_port_; }
+  int cluster_port() const { return cluster_port_; }  // 0 without Launch::cluster_bus
   std::string tls_url(const std::string& host = "127.0.0.1") const {
     return "rediss://" + host + ":" + std::to_string(tls_port_);
   }
@@ -72,6 +76,7 @@ class RedisServer {
   std::string dir_;
   int port_ = 0;
   int tls_port_ = 0;
+  int cluster_port_ = 0;
   pid_t pid_ = -1;
   bool paused_ = false;
 };

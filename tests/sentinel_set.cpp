@@ -13,6 +13,7 @@
 #include <system_error>
 #include <thread>
 
+#include "poll_until.h"
 #include "tls_pki.h"
 
 namespace fairlock::test {
@@ -23,7 +24,6 @@ using ms = std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 using Fields = std::map<std::string, std::string>;
 
-constexpr ms kPoll{50};     // between two looks at the set
 constexpr ms kAsk{1000};    // one question to one process (a stopped one never answers)
 constexpr int kQuorum = 2;  // of 3 sentinels; also the majority a failover needs
 
@@ -79,17 +79,6 @@ bool healthy_sentinel(const std::string& flags) {
     sentinel = sentinel || f == "sentinel";
   }
   return sentinel;
-}
-
-ms left(Clock::time_point end) { return std::chrono::duration_cast<ms>(end - Clock::now()); }
-
-std::string log_tail(const std::string& file, size_t lines) {
-  std::ifstream in(file);
-  std::vector<std::string> all;
-  for (std::string l; std::getline(in, l);) all.push_back(l);
-  std::string out;
-  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "    " + all[i] + "\n";
-  return out;
 }
 
 }  // namespace
@@ -150,12 +139,7 @@ std::string SentinelSet::replicas_not_online(int m) const {
 
 void SentinelSet::poll_until(const std::string& what, const std::function<std::string()>& state,
                              Clock::time_point end) const {
-  for (;;) {
-    std::string missing = state();
-    if (missing.empty()) return;
-    if (Clock::now() > end) time_out(what, missing);
-    std::this_thread::sleep_for(kPoll);
-  }
+  test::poll_until(state, end, [&](const std::string& missing) { time_out(what, missing); });
 }
 
 std::string SentinelSet::sentinel_config(int master_port, int quorum, ms down_after) const {

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "harness_checks.h"
 #include "sentinel_set.h"
 #include "test_util.h"
 
@@ -105,27 +106,8 @@ TEST(SentinelSet, StartsWithEverySentinelKnowingTheWholeSetAndLeavesNothing) {
   for (const auto& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d;
 }
 
-// Redis processes that are children of this test process now.
-int redis_children() {
-  int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream stat(e.path() / "stat");
-    std::string pid, comm, state;
-    long ppid = 0;
-    if (stat >> pid >> comm >> state >> ppid && ppid == ::getpid() && comm.rfind("(redis", 0) == 0) ++n;
-  }
-  return n;
-}
-
 TEST(SentinelSet, NotReadyInTimeThrowsAndLeavesNoProcess) {
-  const int before = redis_children();
-  try {
-    SentinelSet set({}, 300ms);
-    ADD_FAILURE() << "ready in 300 ms";
-  } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("SentinelSet: no ", 0), 0u) << e.what();
-  }
-  EXPECT_EQ(redis_children(), before);
+  expect_not_ready_and_nothing_left([] { SentinelSet set({}, 300ms); }, "SentinelSet: no ");
 }
 
 TEST(SentinelSet, KillingTheMasterInARowMovesItAndKeepsTwoReplicas) {
