@@ -138,7 +138,7 @@ run_asan() {
 # test_async.cpp, test_safety*.cpp, test_inspect.cpp), sync_replicas, and the
 # Sentinel tests whose threads meet a master change; and the programs they
 # need (fairlock_tests brings the helper, the command and the TLS example).
-TSAN_TESTS='^(Campaign|Soak|Lock|Process|Transport|Heartbeat|HeartbeatChurn|LockDestruction|LostCallback|StaleWake|ServerStall|Position|Inspect|Async|AsyncHeartbeat|Modes/AsyncModes|Safety|SafetyAsync|SyncReplicas)\.|^Sentinel\.(SemaphoreNever|AsyncWait|AGrantLostInAFailover|HolderAndWaiter)'
+TSAN_TESTS='^(Campaign|Soak|Lock|Process|Transport|Heartbeat|HeartbeatChurn|LockDestruction|LostCallback|StaleWake|ServerStall|Position|Inspect|Async|AsyncHeartbeat|Modes/AsyncModes|Safety|SafetyAsync|SyncReplicas)\.|^Sentinel\.(SemaphoreNever|AsyncWait|AGrantLostInAFailover|HolderAndWaiter|AReleaseDuringAFailover)|^Errors\.(AReleaseThatFailedIsAskedAgain|ShutdownDoesNotWait)'
 TSAN_TARGETS=(fairlock_tests fairlock_campaign_tests fairlock_soak_tests fairlock_sync_tests fairlock_sentinel_tests)
 
 run_tsan() {

@@ -104,7 +104,10 @@ class SentinelSet {
   // minute (down-after 60 s). Same TLS and passwords as the set's sentinels.
   // When `port` is a node's, it and the set's sentinels meet through that
   // node's hello channel; it keeps its address while no failover has raised
-  // the set's config epoch. The caller destroys it before the set.
+  // the set's config epoch; the set's sentinels then count it as a 4th
+  // voter (a failover needs 3 votes of 4 while it runs: a test that fails
+  // the set over with one should not count on that). The caller destroys it
+  // before the set.
   std::unique_ptr<RedisServer> stale_sentinel(int port) const;
   // Waits until the sentinels that run (at least 2: a test may have killed
   // one) agree on a master that answers ROLE master, both other nodes are its

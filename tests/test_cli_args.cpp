@@ -108,5 +108,16 @@ TEST(CliArgs, EvictWithSomethingThatIsNotATokenIsStatus1) {
   EXPECT_NE(r.output.find("no holder or waiter"), std::string::npos) << r.output;
 }
 
+// The sentinels' credentials in the environment are for Sentinel URLs only
+// (like the TLS variables for TLS URLs): set in a shell profile, they do
+// not break the command against a plain server.
+TEST(CliArgs, SentinelCredentialsInTheEnvironmentLeaveOtherUrlsAlone) {
+  const ScopedEnv user("FAIRLOCK_SENTINEL_USER", "someone");
+  const ScopedEnv password("FAIRLOCK_SENTINEL_PASSWORD", "secret");
+  const CliResult r = run_cli({"run", unique_name("cli-sentinel-env"), "echo", "ran"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ran"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace fairlock::test

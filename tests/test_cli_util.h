@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -30,6 +31,18 @@ inline CliResult run_cli(std::vector<std::string> args, const std::string& url =
   std::string out = c.rest();
   return {c.wait(), out};
 }
+
+// An environment variable set while this lives (the `fairlock` processes
+// started meanwhile inherit it), unset again however the test ends.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
 
 // A scratch file name (the file exists, empty); removed by the destructor.
 struct TempFile {

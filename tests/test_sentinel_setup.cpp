@@ -205,9 +205,8 @@ TEST(SentinelSetup, AWrongSentinelPasswordIsAccessDeniedAtOnce) {
 // (never from its arguments), the data nodes' from the URL.
 TEST(SentinelSetup, TheCommandTakesTheSentinelsPasswordFromTheEnvironment) {
   SentinelSet set(with_passwords());
-  ASSERT_EQ(::setenv("FAIRLOCK_SENTINEL_PASSWORD", kSentinelPassword, 1), 0);
+  const ScopedEnv password("FAIRLOCK_SENTINEL_PASSWORD", kSentinelPassword);
   expect_cli_runs(with_credentials(set, kDataPassword, "").url);
-  ::unsetenv("FAIRLOCK_SENTINEL_PASSWORD");
 }
 
 // The sentinels' password right, the data nodes' wrong or missing: AccessDenied.

@@ -82,7 +82,8 @@ void ReleaseRetry::on_reply(const redisReply* reply, const std::exception_ptr& e
     }
     client_->log().debug("fairlock: release of {} failed again: {}", release_.name, e.what());
   }
-  if (over_) {  // the last attempt, at shutdown
+  if (over_ || client_->stopped()) {  // the last attempt, at shutdown: none after it
+    over_ = true;
     client_->log().warn(
         "fairlock: release of {} not asked again (the client shut down): the grant runs out with its "
         "lease",

@@ -76,6 +76,17 @@ bool MasterLocator::silent() const {
   return last_known_ && std::chrono::steady_clock::now() < silent_until_;
 }
 
+bool MasterLocator::resting(const Endpoint& sentinel) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = resting_until_.find(sentinel.where());
+  return it != resting_until_.end() && std::chrono::steady_clock::now() < it->second;
+}
+
+void MasterLocator::rest(const Endpoint& sentinel) {
+  std::lock_guard<std::mutex> lk(mu_);
+  resting_until_[sentinel.where()] = std::chrono::steady_clock::now() + kSilentFor;
+}
+
 void MasterLocator::confirmed(const Endpoint& master) {
   bool changed = false;
   {
@@ -109,6 +120,7 @@ Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& exclu
   std::string failures;
   std::exception_ptr setup_error;  // of the first sentinel whose setup cannot work
   for (std::size_t i = 0; i < order.size(); ++i) {
+    if (resting(order[i])) continue;  // failed just now: a stalled one would cost a timeout again
     try {
       std::optional<Endpoint> master = ask(order[i]);
       answered = true;
@@ -119,7 +131,11 @@ Endpoint MasterLocator::locate(Endpoint node, const std::vector<Endpoint>& exclu
       move_to_front(i);
       return at(std::move(node), *master);
     } catch (const Error& e) {
-      if (is_setup_error(e) && !setup_error) setup_error = std::current_exception();
+      if (is_setup_error(e)) {
+        if (!setup_error) setup_error = std::current_exception();
+      } else {
+        rest(order[i]);
+      }
       failures += std::string(failures.empty() ? "" : "; ") + order[i].where() + ": " + e.what();
     }
   }

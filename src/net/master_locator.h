@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -91,6 +92,11 @@ class MasterLocator {
   void move_to_front(std::size_t i);
   std::optional<Endpoint> last_known() const;
   bool silent() const;
+  // A sentinel that failed to answer (not for a setup error) is not asked
+  // again for kSilentFor: the next address asked for (a named one refused,
+  // another thread's connection) does not wait on a stalled one again.
+  bool resting(const Endpoint& sentinel) const;
+  void rest(const Endpoint& sentinel);
   std::string sentinel_list() const;
   void check_master(Target data) noexcept;
 
@@ -103,6 +109,7 @@ class MasterLocator {
   std::vector<Endpoint> order_;                           // the sentinels, the last to answer first
   std::optional<Endpoint> last_known_;                    // host and port of the master last confirmed
   std::chrono::steady_clock::time_point silent_until_{};  // none answered: use last_known_ until then
+  std::map<std::string, std::chrono::steady_clock::time_point> resting_until_;  // by where()
   // follow()'s thread.
   std::mutex follow_mu_;
   std::condition_variable follow_cv_;

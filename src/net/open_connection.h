@@ -8,8 +8,10 @@
 namespace fairlock::detail {
 
 // Throws what Connection's constructor throws, and (through Sentinel) what
-// MasterLocator::locate throws, or NotMaster when no address named was the
-// master (a failover under way).
+// MasterLocator::locate throws. Through Sentinel, up to 3 addresses named
+// are tried (one that refuses or is not master is passed over when the
+// sentinels are asked again); when none served, the refusal of one that
+// refused, else NotMaster (a failover under way).
 std::unique_ptr<Connection> open_connection(const Target& t);
 
 // ROLE's first element is "master"; a server that refuses ROLE (an ACL

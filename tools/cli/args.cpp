@@ -220,7 +220,8 @@ fairlock::Options client_options(const Args& a, fairlock::Notify notify) {
   if (tls) o.tls = a.tls;  // (environment defaults do not apply to plain URLs)
   if (!tls && a.use_tls) throw UsageError("--tls needs a redis:// or redis-sentinel:// URL (it is " + a.url + ")");
   if (!tls && a.tls_flags) throw UsageError("TLS options need a rediss:// or rediss-sentinel:// URL, or --tls");
-  sentinel_credentials_from_environment(o.sentinel);
+  const bool sentinel = o.url.rfind("redis-sentinel://", 0) == 0 || o.url.rfind("rediss-sentinel://", 0) == 0;
+  if (sentinel) sentinel_credentials_from_environment(o.sentinel);  // (like TLS: not for other URLs)
   o.key_prefix = a.prefix;
   o.notify = notify;
   o.allow_evicting_server = a.allow_evicting;
