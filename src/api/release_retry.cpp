@@ -41,8 +41,7 @@ std::optional<SteadyTime> ReleaseRetry::advance(SteadyTime now, ScriptBatch& bat
   // looks at every waiter until none asks to be looked at again).
   const bool last = client_->stopped();
   if (!last && now < next_at_) return next_at_;
-  send(now, batch);
-  if (last) over_ = true;
+  send(now, batch);  // (at shutdown, its reply ends the retry: on_reply)
   return std::nullopt;
 }
 
@@ -82,7 +81,7 @@ void ReleaseRetry::on_reply(const redisReply* reply, const std::exception_ptr& e
     }
     client_->log().debug("fairlock: release of {} failed again: {}", release_.name, e.what());
   }
-  if (over_ || client_->stopped()) {  // the last attempt, at shutdown: none after it
+  if (client_->stopped()) {  // the last attempt, at shutdown: none after it
     over_ = true;
     client_->log().warn(
         "fairlock: release of {} not asked again (the client shut down): the grant runs out with its "

@@ -45,7 +45,7 @@ class ReleaseRetry final : public AsyncWaiter, public std::enable_shared_from_th
   const SteadyTime give_up_at_;
   std::mutex mu_;
   bool sent_ = false;                // a call is out: its reply decides what comes next
-  bool over_ = false;                // given up, done, or the last attempt (at shutdown) sent
+  bool over_ = false;                // given up, done, or the attempt at shutdown answered
   std::optional<SteadyTime> bound_;  // the attempt's deadline, tracked by the driver while it is out
   int attempts_ = 0;
   std::chrono::milliseconds backoff_;
