@@ -72,7 +72,10 @@ struct Options {
   // "redis-sentinel://[user:password@]host1:26379[,host2:26379...][/db]#mastername"
   // ("rediss-sentinel://" for TLS to the sentinels and the data nodes): the
   // sentinels are asked which server is the master, before every new
-  // connection (README "High availability").
+  // connection (README "High availability"); a Redis Cluster:
+  // "redis-cluster://[user:password@]host1:6379[,host2:6379...][/0]"
+  // ("rediss-cluster://" for TLS to every node; database 0 only), the nodes
+  // named a way in to the cluster, not a list of its nodes.
   std::string url = "redis://127.0.0.1:6379";
   TlsOptions tls;
   SentinelOptions sentinel;

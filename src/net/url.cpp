@@ -93,30 +93,37 @@ void take_host_port(std::string_view hostport, Endpoint& ep) {
   if (ep.host.empty()) bad_url("missing host");
 }
 
-Endpoint parse_tcp_url(std::string_view rest, bool tls) {
-  Endpoint ep;
-  ep.tls = tls;
-  std::string_view where = take_credentials(rest, ep);
-  auto slash = where.find('/');
+// "hosts[/db]": sets ep.db from "/db", if any; returns the hosts.
+std::string_view take_db(std::string_view where, Endpoint& ep) {
+  const auto slash = where.find('/');
   if (slash != std::string_view::npos) {
     std::string_view db = where.substr(slash + 1);
     if (!db.empty()) ep.db = parse_int(db, 0, 1 << 20, "db");
   }
-  take_host_port(where.substr(0, slash), ep);
+  return where.substr(0, slash);
+}
+
+Endpoint parse_tcp_url(std::string_view rest, bool tls) {
+  Endpoint ep;
+  ep.tls = tls;
+  take_host_port(take_db(take_credentials(rest, ep), ep), ep);
   return ep;
 }
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-// "host1:port1,host2:port2,...": the sentinels (port 26379 by default).
-std::vector<Endpoint> sentinel_list(std::string_view hosts, bool tls) {
+// "host1:port1,host2:port2,...": the sentinels or the cluster's seeds, each
+// a copy of `like` (its port the default) with its host and port.
+std::vector<Endpoint> host_list(std::string_view hosts, const Endpoint& like) {
   std::vector<Endpoint> out;
   for (;;) {
     const auto comma = hosts.find(',');
-    Endpoint ep;
-    ep.tls = tls;
-    ep.port = 26379;
-    take_host_port(hosts.substr(0, comma), ep);
+    const std::string_view one = hosts.substr(0, comma);
+    if (one.empty() && (comma != std::string_view::npos || !out.empty())) {
+      bad_url("an empty host in the list of hosts (\",,\" or a ',' at an end)");
+    }
+    Endpoint ep = like;
+    take_host_port(one, ep);
     out.push_back(std::move(ep));
     if (comma == std::string_view::npos) return out;
     hosts = hosts.substr(comma + 1);
@@ -134,13 +141,33 @@ Address parse_sentinel_url(std::string_view rest, bool tls) {
   a.node.tls = tls;
   a.node.host.clear();
   a.node.port = 0;
-  std::string_view where = take_credentials(rest.substr(0, hash), a.node);
-  auto slash = where.find('/');
-  if (slash != std::string_view::npos) {
-    std::string_view db = where.substr(slash + 1);
-    if (!db.empty()) a.node.db = parse_int(db, 0, 1 << 20, "db");
+  const std::string_view hosts = take_db(take_credentials(rest.substr(0, hash), a.node), a.node);
+  Endpoint sentinel;
+  sentinel.tls = tls;
+  sentinel.port = 26379;
+  a.sentinels = host_list(hosts, sentinel);
+  return a;
+}
+
+// After "redis-cluster://": "[user:password@]host1:port1[,host2:port2...][/0]".
+// Every seed has the URL's credentials and TLS; `node` carries them too.
+Address parse_cluster_url(std::string_view rest, bool tls) {
+  Address a;
+  a.node.tls = tls;
+  const std::string_view where = take_credentials(rest, a.node);
+  if (where.empty()) bad_url("a Redis Cluster URL names at least one node (e.g. redis-cluster://host:6379)");
+  if (where.front() == '/' || starts_with(where, "unix:/")) {
+    bad_url("Redis Cluster nodes are reached over TCP (host:port), not a unix socket");
   }
-  a.sentinels = sentinel_list(where.substr(0, slash), tls);
+  if (where.find('#') != std::string_view::npos) bad_url("a Redis Cluster URL has no #master (Sentinel URLs do)");
+  if (where.find('?') != std::string_view::npos) bad_url("a Redis Cluster URL has no query string (?...)");
+  const std::string_view hosts = take_db(where, a.node);
+  if (a.node.db != 0)
+    bad_url("Redis Cluster has only database 0 (the URL asks for /" + std::to_string(a.node.db) + ")");
+  Endpoint seed = a.node;
+  a.node.host.clear();
+  a.node.port = 0;
+  a.cluster_seeds = host_list(hosts, seed);
   return a;
 }
 
@@ -151,13 +178,18 @@ std::string Endpoint::where() const { return unix_socket ? path : host + ":" + s
 Address parse_address(const std::string& url) {
   constexpr std::string_view kRedis = "redis://", kRediss = "rediss://", kUnix = "unix://";
   constexpr std::string_view kSentinel = "redis-sentinel://", kSentinelTls = "rediss-sentinel://";
+  constexpr std::string_view kCluster = "redis-cluster://", kClusterTls = "rediss-cluster://";
   std::string_view u(url);
-  if (starts_with(u, kUnix)) return Address{parse_unix_url(u.substr(kUnix.size())), {}, {}};
-  if (starts_with(u, kRedis)) return Address{parse_tcp_url(u.substr(kRedis.size()), false), {}, {}};
-  if (starts_with(u, kRediss)) return Address{parse_tcp_url(u.substr(kRediss.size()), true), {}, {}};
+  if (starts_with(u, kUnix)) return Address{parse_unix_url(u.substr(kUnix.size())), {}, {}, {}};
+  if (starts_with(u, kRedis)) return Address{parse_tcp_url(u.substr(kRedis.size()), false), {}, {}, {}};
+  if (starts_with(u, kRediss)) return Address{parse_tcp_url(u.substr(kRediss.size()), true), {}, {}, {}};
   if (starts_with(u, kSentinel)) return parse_sentinel_url(u.substr(kSentinel.size()), false);
   if (starts_with(u, kSentinelTls)) return parse_sentinel_url(u.substr(kSentinelTls.size()), true);
-  bad_url("must start with redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://");
+  if (starts_with(u, kCluster)) return parse_cluster_url(u.substr(kCluster.size()), false);
+  if (starts_with(u, kClusterTls)) return parse_cluster_url(u.substr(kClusterTls.size()), true);
+  bad_url(
+      "must start with redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or "
+      "rediss-cluster://");
 }
 
 Endpoint parse_url(const std::string& url) { return parse_address(url).node; }

@@ -109,6 +109,7 @@ std::unique_ptr<Router> make_router(const Options& o, const std::string& client_
                                     spdlog::logger& log) {
   WakeConfig wake{o.notify, o.key_prefix, client_id, o.connect_timeout, o.configure_keyspace_events};
   Address a = parse_address(o.url);
+  if (a.in_cluster()) throw BadOption("Options::url", "Redis Cluster: not supported by this build");
   Target target{a.node, tls_context_for(o.tls, a.node, log), o.connect_timeout, o.command_timeout};
   if (a.via_sentinel()) target.locator = locator_for(o, a, log);
   return std::make_unique<StandaloneRouter>(target, o, wake, sink, counters, log);
