@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <iterator>
 #include <utility>
 
@@ -209,18 +210,27 @@ std::string description_of(const Args& a) {
   return out;
 }
 
+// Whether `url` starts with "<scheme>://" for one of `schemes`.
+bool has_scheme(const std::string& url, std::initializer_list<const char*> schemes) {
+  return std::any_of(schemes.begin(), schemes.end(),
+                     [&](const char* scheme) { return url.rfind(std::string(scheme) + "://", 0) == 0; });
+}
+
 }  // namespace
 
 fairlock::Options client_options(const Args& a, fairlock::Notify notify) {
   fairlock::Options o;
   o.url = a.url;
-  const bool plain = o.url.rfind("redis://", 0) == 0 || o.url.rfind("redis-sentinel://", 0) == 0;
-  if (a.use_tls && plain) o.url.insert(5, "s");
-  const bool tls = o.url.rfind("rediss://", 0) == 0 || o.url.rfind("rediss-sentinel://", 0) == 0;
+  if (a.use_tls && has_scheme(o.url, {"redis", "redis-sentinel", "redis-cluster"})) o.url.insert(5, "s");
+  const bool tls = has_scheme(o.url, {"rediss", "rediss-sentinel", "rediss-cluster"});
   if (tls) o.tls = a.tls;  // (environment defaults do not apply to plain URLs)
-  if (!tls && a.use_tls) throw UsageError("--tls needs a redis:// or redis-sentinel:// URL (it is " + a.url + ")");
-  if (!tls && a.tls_flags) throw UsageError("TLS options need a rediss:// or rediss-sentinel:// URL, or --tls");
-  const bool sentinel = o.url.rfind("redis-sentinel://", 0) == 0 || o.url.rfind("rediss-sentinel://", 0) == 0;
+  if (!tls && a.use_tls) {
+    throw UsageError("--tls needs a redis://, redis-sentinel:// or redis-cluster:// URL (it is " + a.url + ")");
+  }
+  if (!tls && a.tls_flags) {
+    throw UsageError("TLS options need a rediss://, rediss-sentinel:// or rediss-cluster:// URL, or --tls");
+  }
+  const bool sentinel = has_scheme(o.url, {"redis-sentinel", "rediss-sentinel"});
   if (sentinel) sentinel_credentials_from_environment(o.sentinel);  // (like TLS: not for other URLs)
   o.key_prefix = a.prefix;
   o.notify = notify;

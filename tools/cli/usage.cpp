@@ -88,7 +88,11 @@ Global options (before or after the subcommand's name, before NAME):
                   redis-sentinel://host1:26379[,host2:26379...][/db]#master
                   (rediss-sentinel://... for TLS; the URL's user:password
                   are the data nodes'; the sentinels' own, if they need
-                  any: $FAIRLOCK_SENTINEL_USER, $FAIRLOCK_SENTINEL_PASSWORD)
+                  any: $FAIRLOCK_SENTINEL_USER, $FAIRLOCK_SENTINEL_PASSWORD),
+                  or a Redis Cluster
+                  redis-cluster://host1:6379[,host2:6379...] (database 0
+                  only; the nodes named are a way in, not a list of all;
+                  rediss-cluster://... for TLS to every node)
                   (default: $FAIRLOCK_URL, else redis://127.0.0.1:6379)
   --prefix P      key prefix (default: fairlock)
   --allow-evicting-server
@@ -97,7 +101,8 @@ Global options (before or after the subcommand's name, before NAME):
   -h, --help      help;  --version (before the subcommand) the version
 TLS (as redis-cli --tls; used with rediss:// or --tls; each value also from
 the environment variable named):
-  --tls               use TLS (turns a redis:// URL into rediss://)
+  --tls               use TLS (turns redis:// into rediss://, the same for
+                      redis-sentinel:// and redis-cluster://)
   --cacert FILE       CA certificates to trust          $FAIRLOCK_CACERT
   --cacertdir DIR     directory of hashed CA certs      $FAIRLOCK_CACERTDIR
                       (neither: the system's CA store)
