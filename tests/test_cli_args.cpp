@@ -119,5 +119,67 @@ TEST(CliArgs, SentinelCredentialsInTheEnvironmentLeaveOtherUrlsAlone) {
   EXPECT_NE(r.output.find("ran"), std::string::npos) << r.output;
 }
 
+// A bad Redis Cluster URL is a usage error (64) naming --url, from the
+// command line or from $FAIRLOCK_URL.
+TEST(CliArgs, BadClusterUrlsAreUsageErrors) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"redis-cluster://127.0.0.1:1,,127.0.0.1:2", "an empty host in the list"},
+      {"redis-cluster://127.0.0.1:1/2", "Redis Cluster has only database 0"},
+      {"rediss-cluster://127.0.0.1:1#m", "no #master"},
+      {"redis-cluster://", "names at least one node"},
+  };
+  for (const auto& [url, words] : cases) {
+    const CliResult r = run_cli({"status", "x"}, url);
+    EXPECT_EQ(r.status, 64) << url << ": " << r.output;
+    EXPECT_NE(r.output.find("--url"), std::string::npos) << url << ": " << r.output;
+    EXPECT_NE(r.output.find(words), std::string::npos) << url << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  const ScopedEnv env("FAIRLOCK_URL", "redis-cluster://127.0.0.1:1/2");
+  Child c(FAIRLOCK_CLI_PATH, {"status", "x"}, true);
+  const std::string out = c.rest();
+  EXPECT_EQ(c.wait(), 64) << out;
+  EXPECT_NE(out.find("Redis Cluster has only database 0"), std::string::npos) << out;
+}
+
+// --tls makes redis-cluster:// rediss-cluster://, as it does redis://: the
+// command then behaves as with rediss-cluster:// written out. Without it,
+// TLS options on redis-cluster:// are refused as on redis://.
+TEST(CliArgs, TlsTurnsAClusterUrlIntoATlsOne) {
+  const TempFile ca;
+  const CliResult written = run_cli({"--cacert", ca.path, "status", "x"}, "rediss-cluster://127.0.0.1:1");
+  const CliResult turned = run_cli({"--tls", "--cacert", ca.path, "status", "x"}, "redis-cluster://127.0.0.1:1");
+  EXPECT_EQ(turned.status, written.status) << turned.output << written.output;
+  for (const auto* r : {&written, &turned}) {
+    EXPECT_EQ(r->output.find("TLS options need"), std::string::npos) << r->output;
+    EXPECT_EQ(r->output.find("--tls needs"), std::string::npos) << r->output;
+  }
+  const CliResult plain = run_cli({"--cacert", ca.path, "status", "x"}, "redis-cluster://127.0.0.1:1");
+  EXPECT_EQ(plain.status, 64) << plain.output;
+  EXPECT_NE(plain.output.find("rediss-cluster://"), std::string::npos) << plain.output;
+}
+
+// The sentinels' credentials in the environment do not make a cluster URL
+// fail any differently (they are for Sentinel URLs only).
+TEST(CliArgs, SentinelCredentialsInTheEnvironmentLeaveClusterUrlsAlone) {
+  const std::string url = "redis-cluster://127.0.0.1:1";
+  const CliResult without = run_cli({"status", "x"}, url);
+  const ScopedEnv user("FAIRLOCK_SENTINEL_USER", "someone");
+  const ScopedEnv password("FAIRLOCK_SENTINEL_PASSWORD", "secret");
+  const CliResult with = run_cli({"status", "x"}, url);
+  EXPECT_EQ(with.status, without.status) << with.output << without.output;
+  for (const auto* r : {&with, &without}) {
+    EXPECT_EQ(r->output.find("entinel"), std::string::npos) << r->output;
+    EXPECT_EQ(r->output.find("SENTINEL"), std::string::npos) << r->output;
+  }
+}
+
+TEST(CliArgs, UsageNamesTheClusterUrl) {
+  const CliResult h = run_cli({"--help"});
+  EXPECT_EQ(h.status, 0);
+  EXPECT_NE(h.output.find("redis-cluster://host1:6379[,host2:6379...]"), std::string::npos) << h.output;
+  EXPECT_NE(h.output.find("rediss-cluster://"), std::string::npos) << h.output;
+}
+
 }  // namespace
 }  // namespace fairlock::test

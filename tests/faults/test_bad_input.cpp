@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "fairlock_lua.h"
+#include "net/url.h"
 #include "scenario.h"
 
 namespace fairlock::faults {
@@ -306,6 +307,11 @@ TEST(BadInput, Urls) {
       {"redis-sentinel://127.0.0.1:99999#m", Expect::invalid_argument, Expect::ok},
       {"redis-sentinel://127.0.0.1:1/x#m", Expect::invalid_argument, Expect::ok},
       {"sentinel://127.0.0.1:26379#m", Expect::invalid_argument, Expect::ok},
+      {"redis-cluster://127.0.0.1:1,,127.0.0.1:2", Expect::invalid_argument, Expect::ok},  // an empty seed
+      {"redis-cluster://127.0.0.1:1/1", Expect::invalid_argument, Expect::ok},             // database 0 only
+      {"redis-cluster://127.0.0.1:1#m", Expect::invalid_argument, Expect::ok},
+      {"rediss-cluster://", Expect::invalid_argument, Expect::ok},
+      {"redis-cluster:///tmp/x.sock", Expect::invalid_argument, Expect::ok},
       // nothing listens there: the constructor goes on (as for a server
       // down now), the call fails typed
       {"redis-sentinel://127.0.0.1:1,127.0.0.1:2#m", Expect::ok, Expect::error},
@@ -331,6 +337,76 @@ TEST(BadInput, Urls) {
       l.unlock();
     });
     EXPECT_EQ(to_string(used.kind), std::string(to_string(c.at_use))) << "url '" << c.url << "': " << used.message;
+  }
+}
+
+// Redis Cluster URLs, as the parser reads them: the seeds it finds (each
+// with the URL's credentials and TLS), or the words it refuses one with.
+TEST(BadInput, ClusterUrls) {
+  Count counted;
+  struct Seeds {
+    std::string url;
+    std::vector<std::string> where;  // the seeds' host:port
+    bool tls;
+    std::string user, password;
+  };
+  const std::vector<Seeds> accepted = {
+      {"redis-cluster://10.0.0.1:7000", {"10.0.0.1:7000"}, false, "", ""},
+      {"redis-cluster://a:7000,b,[::1]:7002/0", {"a:7000", "b:6379", "::1:7002"}, false, "", ""},
+      {"rediss-cluster://u:p%40ss@h1:7000,h2:7001/", {"h1:7000", "h2:7001"}, true, "u", "p@ss"},
+      {"redis-cluster://:secret@h", {"h:6379"}, false, "", "secret"},
+      {"redis-cluster://u:a#b?c/d,e@h:1", {"h:1"}, false, "u", "a#b?c/d,e"},  // the password as it is
+  };
+  for (const auto& c : accepted) {
+    ++g_inputs;
+    detail::Address a;
+    ASSERT_NO_THROW(a = detail::parse_address(c.url)) << c.url;
+    EXPECT_TRUE(a.in_cluster()) << c.url;
+    EXPECT_FALSE(a.via_sentinel()) << c.url;
+    EXPECT_EQ(a.node.tls, c.tls) << c.url;
+    EXPECT_EQ(a.node.user, c.user) << c.url;
+    EXPECT_EQ(a.node.password, c.password) << c.url;
+    EXPECT_EQ(a.node.db, 0) << c.url;
+    std::vector<std::string> where;
+    for (const auto& seed : a.cluster_seeds) {
+      where.push_back(seed.where());
+      EXPECT_FALSE(seed.unix_socket) << c.url;
+      EXPECT_EQ(seed.tls, c.tls) << c.url;
+      EXPECT_EQ(seed.user, c.user) << c.url;
+      EXPECT_EQ(seed.password, c.password) << c.url;
+      EXPECT_EQ(seed.db, 0) << c.url;
+    }
+    EXPECT_EQ(where, c.where) << c.url;
+  }
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"redis-cluster://", "names at least one node"},
+      {"rediss-cluster://u:p@", "names at least one node"},
+      {"redis-cluster://h:1,,h:2", "an empty host in the list"},
+      {"redis-cluster://h:1,", "an empty host in the list"},
+      {"redis-cluster://,h:1", "an empty host in the list"},
+      {"redis-sentinel://h:1,,h:2#m", "an empty host in the list"},  // the same list parser
+      {"redis-cluster://h:0", "port out of range"},
+      {"redis-cluster://h:65536", "port out of range"},
+      {"redis-cluster://h:x", "bad port"},
+      {"redis-cluster://h:", "bad port"},
+      {"redis-cluster://[::1:7000", "bad IPv6 host"},
+      {"redis-cluster://h:1/1", "Redis Cluster has only database 0"},
+      {"redis-cluster://h:1/x", "bad db"},
+      {"redis-cluster://h:1#mymaster", "no #master"},
+      {"redis-cluster://h:1?db=0", "no query string"},
+      {"redis-cluster:///tmp/redis.sock", "not a unix socket"},
+      {"redis-cluster://unix:///tmp/redis.sock", "not a unix socket"},
+      {"redis-clusters://h:1", "must start with"},
+  };
+  for (const auto& [url, words] : refused) {
+    ++g_inputs;
+    try {
+      detail::parse_address(url);
+      ADD_FAILURE() << url << ": accepted";
+    } catch (const BadOption& e) {
+      EXPECT_EQ(e.option(), "Options::url") << url;
+      EXPECT_NE(e.problem().find(words), std::string::npos) << url << ": " << e.problem();
+    }
   }
 }
 
