@@ -58,9 +58,12 @@ void throw_reply_error(const redisReply& r, std::string_view context) {
   // The server is there but cannot serve now (loading its data after a
   // restart, busy with a long script, a replica without its primary, a
   // primary demoted by a failover, a primary with min-replicas-to-write
-  // whose replicas are not back yet): the same as unreachable, so callers
-  // retry it like a dropped connection.
-  for (std::string_view transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS"}) {
+  // whose replicas are not back yet; in a cluster, a slot moving or not
+  // served: redirected where the router could not follow, split between
+  // two nodes while it migrates, or without a master): the same as
+  // unreachable, so callers retry it like a dropped connection.
+  for (std::string_view transient :
+       {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS", "MOVED", "ASK", "CLUSTERDOWN"}) {
     if (starts(transient) && (msg.size() == transient.size() || msg[transient.size()] == ' ')) {
       throw ConnectionError(where + ": redis cannot serve now: " + msg);
     }

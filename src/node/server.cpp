@@ -11,6 +11,7 @@ namespace fairlock::detail {
 
 Server::Server(Target target, const ServerConfig& config, Counters& counters, spdlog::logger& log)
     : target_(std::move(target)),
+      redirects_(config.redirects),
       counters_(counters),
       registration_(config.who_key, config.who_value, config.who_expiry),
       eviction_(where(), config.allow_evicting, log),
@@ -71,8 +72,38 @@ ReplyPtr Server::run_one(ScriptCall call) {
 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane,
                                         const std::vector<Argv>& tail) {
-  const auto run = [&](Connection& c) { return master_only(c, run_riding(c, calls, tail)); };
-  return lane == Lane::heartbeat ? heartbeat_.with(run) : commands_.with(run);
+  std::vector<ReplyPtr> replies = run_here(calls, lane, tail, false);
+  if (redirects_ == nullptr) return replies;
+  return follow(calls, lane, tail, std::move(replies), kMaxRedirects);
+}
+
+// `asking`: the calls go after ASKING, on the same connection (an -ASK's
+// one call at the importing node; not on the heartbeat lane).
+std::vector<ReplyPtr> Server::run_here(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
+                                       bool asking) {
+  const auto run = [&](Connection& c) {
+    if (asking) c.command({"ASKING"});
+    return master_only(c, run_riding(c, calls, tail));
+  };
+  return lane == Lane::heartbeat && !asking ? heartbeat_.with(run) : commands_.with(run);
+}
+
+// A lone call redirected is sent on (an -ASK once, after ASKING: its reply
+// is final); every -MOVED teaches the cluster router the slot's owner.
+std::vector<ReplyPtr> Server::follow(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
+                                     std::vector<ReplyPtr> replies, int hops) {
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::optional<Redirect> to = redirect_of(*replies[i]);
+    if (!to) continue;
+    if (calls.size() != 1 || hops == 0) {
+      if (to->kind == Redirect::Kind::moved) redirects_->moved(*to, *this);
+      continue;
+    }
+    if (to->kind == Redirect::Kind::ask) return redirects_->asked(*to, *this).run_here(calls, lane, tail, true);
+    Server& owner = redirects_->moved(*to, *this);
+    return owner.follow(calls, lane, tail, owner.run_here(calls, lane, tail, false), hops - 1);
+  }
+  return replies;
 }
 
 // Script calls, with the registration's SET last in their pipeline when due:

@@ -10,6 +10,7 @@
 #include "net/connection.h"
 #include "net/pool.h"
 #include "node/eviction_check.h"
+#include "node/redirect.h"
 #include "node/registration.h"
 #include "node/script_runner.h"
 #include "protocol/scripts.h"
@@ -33,6 +34,8 @@ struct ServerConfig {
   std::string who_key;
   std::string who_value;
   std::chrono::milliseconds who_expiry;
+  // A server of a cluster: who follows its -MOVED and -ASK replies.
+  Redirects* redirects = nullptr;
 };
 
 class Server {
@@ -54,7 +57,10 @@ class Server {
   // Script calls in one round trip; error replies are left in place. On the
   // heartbeat lane, the registration's refresh rides along when due. Plain
   // commands in `tail` follow the calls on the same connection (a WAIT:
-  // node/sync_wait.h); their replies follow the calls'.
+  // node/sync_wait.h); their replies follow the calls'. In a cluster, a
+  // lone call redirected is sent where it was redirected (kMaxRedirects
+  // times at most); in a batch, a -MOVED only teaches the slot's new owner.
+  static constexpr int kMaxRedirects = 3;
   std::vector<ReplyPtr> run_batch(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail = {});
   // A plain command; an error reply is thrown typed.
   ReplyPtr command(const Argv& argv);
@@ -74,9 +80,14 @@ class Server {
   bool reached() const noexcept;
 
  private:
+  std::vector<ReplyPtr> run_here(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
+                                 bool asking);
+  std::vector<ReplyPtr> follow(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
+                               std::vector<ReplyPtr> replies, int hops);
   std::vector<ReplyPtr> run_riding(Connection& c, const std::vector<ScriptCall>& calls, const std::vector<Argv>& tail);
   std::vector<ReplyPtr> master_only(Connection& c, std::vector<ReplyPtr> replies);
   const Target target_;
+  Redirects* const redirects_;
   Counters& counters_;
   Registration registration_;
   EvictionCheck eviction_;  // before the pools, which run it on each new connection

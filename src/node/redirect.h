@@ -1,0 +1,36 @@
+#pragma once
+// Redis Cluster's redirections (-MOVED and -ASK error replies): what they
+// say, and who follows them. A redirected call did not run.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+struct redisReply;
+
+namespace fairlock::detail {
+
+class Server;
+
+struct Redirect {
+  enum class Kind { moved, ask };
+  Kind kind;
+  std::uint16_t slot;
+  std::string host;  // empty: the server that answered
+  int port;
+};
+
+// The redirection an error reply makes, if it is one.
+std::optional<Redirect> redirect_of(const redisReply& r);
+
+// Follows redirections for the servers of a cluster (node/cluster_router.h).
+class Redirects {
+ public:
+  virtual ~Redirects() = default;
+  // -MOVED: the slot is served by `to` from now on; the server there.
+  virtual Server& moved(const Redirect& to, const Server& from) = 0;
+  // -ASK: the slot is being imported by `to`; the server there, for one
+  // call after ASKING (the slot's owner does not change).
+  virtual Server& asked(const Redirect& to, const Server& from) = 0;
+};
+
+}  // namespace fairlock::detail
