@@ -4,8 +4,10 @@
 
 #include <algorithm>
 
+#include "fairlock/errors.h"
 #include "net/master_locator.h"
 #include "net/tls.h"
+#include "node/cluster_router.h"
 #include "protocol/who.h"
 
 namespace fairlock::detail {
@@ -63,6 +65,21 @@ class StandaloneRouter final : public Router {
   Node node_;
 };
 
+// A cluster's router. Its servers keep no registration yet: the key
+// (docs/PROTOCOL.md "Who") lives in a slot of its own, on one master.
+std::unique_ptr<Router> cluster_router(const Options& o, const std::string& client_id, Address& a,
+                                       const WakeConfig& wake, WakeSink& sink, Counters& counters,
+                                       spdlog::logger& log) {
+  if (o.notify == Notify::keyspace) {
+    throw BadOption("Options::notify", "keyspace mode does not work on Redis Cluster: use publish (or poll)");
+  }
+  ServerConfig servers = server_config(o, client_id);
+  servers.who_key.clear();
+  ClusterConfig cluster{std::move(a.cluster_seeds), tls_context_for(o.tls, a.node, log), o.connect_timeout,
+                        o.command_timeout};
+  return std::make_unique<ClusterRouter>(std::move(cluster), servers, wake, sink, counters, log);
+}
+
 }  // namespace
 
 Node::Node(Target target, const ServerConfig& config, const WakeConfig& wake_config, WakeSink& sink, Counters& counters,
@@ -70,16 +87,22 @@ Node::Node(Target target, const ServerConfig& config, const WakeConfig& wake_con
     : server(std::move(target), config, counters, log), wake(server, wake_config, sink, counters, log) {}
 
 Notify Router::start() {
-  for_each([](Node& n) { n.server.start_following(); });
+  std::vector<Node*> nodes;
+  for_each([&](Node& n) { nodes.push_back(&n); });
+  return start_nodes(nodes);
+}
+
+Notify Router::start_nodes(const std::vector<Node*>& nodes) {
+  for (Node* n : nodes) n->server.start_following();
   bool reached = true;
-  for_each([&](Node& n) { reached = n.server.open() && reached; });
+  for (Node* n : nodes) reached = n->server.open() && reached;
   Notify mode = Notify::publish;
   bool first = true;
-  for_each([&](Node& n) {
-    Notify m = n.wake.start(reached);
+  for (Node* n : nodes) {
+    Notify m = n->wake.start(reached);
     if (first || m == Notify::poll) mode = m;
     first = false;
-  });
+  }
   return mode;
 }
 
@@ -97,6 +120,10 @@ void Router::on_master_change(std::function<void()> f) {
 
 void Router::master_changed(Node& node) {
   node.wake.reconnect();
+  topology_changed();
+}
+
+void Router::topology_changed() {
   std::function<void()> f;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -109,7 +136,7 @@ std::unique_ptr<Router> make_router(const Options& o, const std::string& client_
                                     spdlog::logger& log) {
   WakeConfig wake{o.notify, o.key_prefix, client_id, o.connect_timeout, o.configure_keyspace_events};
   Address a = parse_address(o.url);
-  if (a.in_cluster()) throw BadOption("Options::url", "Redis Cluster: not supported by this build");
+  if (a.in_cluster()) return cluster_router(o, client_id, a, wake, sink, counters, log);
   Target target{a.node, tls_context_for(o.tls, a.node, log), o.connect_timeout, o.command_timeout};
   if (a.via_sentinel()) target.locator = locator_for(o, a, log);
   return std::make_unique<StandaloneRouter>(target, o, wake, sink, counters, log);

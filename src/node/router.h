@@ -1,11 +1,13 @@
 #pragma once
-// Which server holds a name. One server for every name today: a standalone
-// one, or the master of a Sentinel set (asked of the sentinels before each
-// new connection); a Cluster router will be a further implementation.
+// Which server holds a name: one server for every name (a standalone one,
+// or the master of a Sentinel set, asked of the sentinels before each new
+// connection), or the master serving the name's slot of a Redis Cluster
+// (node/cluster_router.h).
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/counters.h"
 #include "fairlock/options.h"
@@ -39,8 +41,8 @@ class Router {
   // the wake mode in effect on all of them (poll if any had to fall back).
   // A server it cannot reach costs no more than that one connection's try:
   // the subscribers then connect in the background.
-  Notify start();
-  void stop() noexcept;
+  virtual Notify start();
+  virtual void stop() noexcept;
   // Called when a server's master changed (Sentinel), after its wake
   // subscriber was told to subscribe again; on the thread that found the
   // change (any call's): it must not block. Set before any call starts.
@@ -48,6 +50,10 @@ class Router {
 
  protected:
   void master_changed(Node& node);
+  // Claims should ask their servers again now (a slot changed its master).
+  void topology_changed();
+  // What start() does, on these nodes.
+  static Notify start_nodes(const std::vector<Node*>& nodes);
 
  private:
   std::mutex mu_;
@@ -55,7 +61,8 @@ class Router {
 };
 
 // The router for Options::url (redis://, rediss://, unix://,
-// redis-sentinel:// or rediss-sentinel://).
+// redis-sentinel://, rediss-sentinel://, redis-cluster:// or
+// rediss-cluster://).
 std::unique_ptr<Router> make_router(const Options& o, const std::string& client_id, WakeSink& sink, Counters& counters,
                                     spdlog::logger& log);
 

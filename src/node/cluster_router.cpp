@@ -1,0 +1,179 @@
+#include "node/cluster_router.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "fairlock/errors.h"
+#include "net/call_deadline.h"
+
+namespace fairlock::detail {
+
+namespace {
+
+std::string address_of(const std::string& host, int port) {
+  return host.find(':') == std::string::npos ? host + ":" + std::to_string(port)
+                                             : "[" + host + "]:" + std::to_string(port);
+}
+
+}  // namespace
+
+ClusterRouter::ClusterRouter(ClusterConfig config, ServerConfig server_config, WakeConfig wake_config, WakeSink& sink,
+                             Counters& counters, spdlog::logger& log)
+    : config_(std::move(config)),
+      server_config_(std::move(server_config)),
+      wake_config_(std::move(wake_config)),
+      sink_(sink),
+      counters_(counters),
+      log_(log) {
+  server_config_.redirects = this;
+  for (const Endpoint& seed : config_.seeds) node_at(seed.host, seed.port);
+}
+
+ClusterRouter::~ClusterRouter() { ClusterRouter::stop(); }
+
+Node& ClusterRouter::for_keys(const Keys& keys) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Node* owner = owner_[slot_of(keys)];
+  // Not known (no map yet, or a slot without a master): a seed, whose
+  // -MOVED teaches the owner, or whose failure is retried as any other.
+  return owner != nullptr ? *owner : *nodes_.front();
+}
+
+// The masters of the map (every node met, while there is no map): a
+// replica would list its master's names again.
+void ClusterRouter::for_each(const std::function<void(Node&)>& f) {
+  const std::vector<Node*> known = masters();
+  for (Node* n : known.empty() ? nodes() : known) f(*n);
+}
+
+std::vector<Node*> ClusterRouter::masters() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<Node*> out;
+  for (Node* owner : owner_) {
+    if (owner != nullptr && std::find(out.begin(), out.end(), owner) == out.end()) out.push_back(owner);
+  }
+  return out;
+}
+
+std::vector<Node*> ClusterRouter::nodes() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<Node*> out;
+  out.reserve(nodes_.size());
+  for (const auto& n : nodes_) out.push_back(n.get());
+  return out;
+}
+
+Notify ClusterRouter::start() {
+  if (!refresh()) log_.warn("fairlock: no node of the cluster answered CLUSTER SLOTS yet: asking again every second");
+  std::vector<Node*> known;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    started_ = true;  // a node met from now on is started by node_at
+    for (const auto& n : nodes_) known.push_back(n.get());
+  }
+  const Notify mode = start_nodes(known);
+  follower_.start([this] {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!stop_cv_.wait_for(lk, kRefreshEvery, [this] { return stopping_; })) {
+      lk.unlock();
+      refresh();
+      lk.lock();
+    }
+  });
+  return mode;
+}
+
+void ClusterRouter::stop() noexcept {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  follower_.stop();
+  for (Node* n : nodes()) n->wake.stop();
+}
+
+Node& ClusterRouter::node_at(const std::string& host, int port) {
+  Node* node = nullptr;
+  bool start = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Node*& known = by_address_[address_of(host, port)];
+    if (known != nullptr) return *known;
+    Endpoint ep = config_.seeds.front();
+    ep.host = host;
+    ep.port = port;
+    Target target{ep, config_.tls, config_.connect_timeout, config_.command_timeout};
+    nodes_.push_back(std::make_unique<Node>(target, server_config_, wake_config_, sink_, counters_, log_));
+    node = known = nodes_.back().get();
+    start = started_ && !stopping_;
+  }
+  if (start) node->wake.start(false);
+  return *node;
+}
+
+Server& ClusterRouter::moved(const Redirect& to, const Server& from) {
+  Node& owner = node_at(to.host.empty() ? from.endpoint().host : to.host, to.port);
+  bool refresh_now = false;
+  bool changed = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    changed = owner_[to.slot] != &owner;
+    owner_[to.slot] = &owner;
+    const auto now = std::chrono::steady_clock::now();
+    refresh_now = now - refreshed_at_ >= kRefreshGap;
+    if (refresh_now) refreshed_at_ = now;
+  }
+  log_.debug("fairlock: slot {} moved to {}", to.slot, owner.server.where());
+  if (refresh_now) refresh_from(owner);  // other slots likely moved with it
+  if (changed) topology_changed();       // (a refresh finds the slot known already)
+  return owner.server;
+}
+
+Server& ClusterRouter::asked(const Redirect& to, const Server& from) {
+  return node_at(to.host.empty() ? from.endpoint().host : to.host, to.port).server;
+}
+
+bool ClusterRouter::refresh() noexcept {
+  std::vector<Node*> order = masters();
+  for (const Endpoint& seed : config_.seeds) order.push_back(&node_at(seed.host, seed.port));
+  return std::any_of(order.begin(), order.end(), [this](Node* n) { return refresh_from(*n); });
+}
+
+bool ClusterRouter::refresh_from(Node& node) {
+  try {
+    const CallDeadline bound(std::chrono::steady_clock::now() + config_.connect_timeout + config_.command_timeout);
+    const ReplyPtr r = node.server.command({"CLUSTER", "SLOTS"});
+    apply(parse_cluster_slots(*r, node.server.endpoint().host));
+    return true;
+  } catch (const std::exception& e) {
+    log_.debug("fairlock: {} did not give the slot map: {}", node.server.where(), e.what());
+    return false;
+  }
+}
+
+// The new map; claims are checked again if a slot changed its master.
+void ClusterRouter::apply(const std::vector<SlotRange>& ranges) {
+  std::vector<std::pair<const SlotRange*, Node*>> owners;
+  for (const SlotRange& r : ranges) owners.emplace_back(&r, &node_at(r.host, r.port));
+  bool changed = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    const bool first = refreshed_at_ == std::chrono::steady_clock::time_point{};
+    refreshed_at_ = std::chrono::steady_clock::now();
+    for (const auto& [range, node] : owners) {
+      for (int s = range->first; s <= range->last; ++s) {
+        changed = changed || (!first && owner_[s] != node);
+        owner_[s] = node;
+      }
+    }
+  }
+  if (changed) {
+    log_.info("fairlock: the cluster's slot map changed: checking every claim again");
+    topology_changed();
+  }
+}
+
+}  // namespace fairlock::detail

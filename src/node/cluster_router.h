@@ -1,0 +1,75 @@
+#pragma once
+// The router of a Redis Cluster: one Node per server met (a seed, or a
+// master of the slot map), the name's slot to the master serving it. The
+// map comes from CLUSTER SLOTS: at start, every second, and at once when a
+// -MOVED says a slot moved (not more than every kRefreshGap then).
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/owned_thread.h"
+#include "node/redirect.h"
+#include "node/router.h"
+#include "node/slot_map.h"
+#include "protocol/slot.h"
+
+namespace fairlock::detail {
+
+// Where the cluster is, and how its servers are reached.
+struct ClusterConfig {
+  std::vector<Endpoint> seeds;  // only a way in: each with the nodes' credentials and TLS
+  std::shared_ptr<const TlsContext> tls;
+  std::chrono::milliseconds connect_timeout;
+  std::chrono::milliseconds command_timeout;
+};
+
+class ClusterRouter final : public Router, private Redirects {
+ public:
+  static constexpr std::chrono::milliseconds kRefreshEvery{1000};
+  static constexpr std::chrono::milliseconds kRefreshGap{100};
+
+  ClusterRouter(ClusterConfig config, ServerConfig server_config, WakeConfig wake_config, WakeSink& sink,
+                Counters& counters, spdlog::logger& log);
+  ~ClusterRouter() override;
+  Node& for_keys(const Keys& keys) override;
+  void for_each(const std::function<void(Node&)>& f) override;
+  Notify start() override;
+  void stop() noexcept override;
+
+ private:
+  Server& moved(const Redirect& to, const Server& from) override;
+  Server& asked(const Redirect& to, const Server& from) override;
+  // The node at host:port (made, and started if the router is, when new).
+  Node& node_at(const std::string& host, int port);
+  // Asks the masters known, then the seeds, for the slot map: true once one
+  // answered. A slot that changed owner has every claim checked again.
+  bool refresh() noexcept;
+  bool refresh_from(Node& node);
+  void apply(const std::vector<SlotRange>& ranges);
+  std::vector<Node*> nodes() const;
+  std::vector<Node*> masters() const;  // in the map now
+
+  const ClusterConfig config_;
+  ServerConfig server_config_;
+  const WakeConfig wake_config_;
+  WakeSink& sink_;
+  Counters& counters_;
+  spdlog::logger& log_;
+
+  mutable std::mutex mu_;
+  std::condition_variable stop_cv_;
+  bool started_ = false;                                  // guarded by mu_
+  bool stopping_ = false;                                 // guarded by mu_
+  std::chrono::steady_clock::time_point refreshed_at_{};  // guarded by mu_
+  std::vector<std::unique_ptr<Node>> nodes_;              // never shrinks (guarded by mu_)
+  std::map<std::string, Node*> by_address_;               // "host:port" (guarded by mu_)
+  std::array<Node*, kSlotCount> owner_{};                 // null: not known (guarded by mu_)
+  OwnedThread follower_;
+};
+
+}  // namespace fairlock::detail

@@ -1,0 +1,285 @@
+// The library and the `fairlock` command on a real Redis Cluster
+// (redis_cluster.h, 3 masters + 3 replicas): names on every master reached
+// from one seed, FIFO across clients, a semaphore, the command, a name whose
+// slot moves to another master (between calls, and key by key while a
+// waiter waits), a holder and a waiter across the SIGKILL of their master,
+// and keyspace mode refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fairlock/fairlock.h"
+#include "protocol/slot.h"
+#include "redis_cluster.h"
+#include "test_cli_util.h"
+#include "test_util.h"
+
+namespace fairlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+Options on(const RedisCluster& c) {
+  Options o;
+  o.url = c.url();
+  o.liveness_ttl = 3000ms;
+  return o;
+}
+
+// One shared cluster for the tests that leave its slots where they are.
+RedisCluster& steady_cluster() {
+  static RedisCluster cluster;
+  return cluster;
+}
+
+int slot_of_name(const RedisCluster& c, const std::string& name) { return c.slot_of(key(name, "q")); }
+
+// A fresh name whose slot master `m` serves.
+std::string name_on(const RedisCluster& c, int m, const std::string& base) {
+  for (;;) {
+    std::string name = unique_name(base);
+    if (c.master_of_slot(slot_of_name(c, name)) == m) return name;
+  }
+}
+
+long long zcard_at(const RedisCluster& c, const std::string& name, const char* which) {
+  return zcard(c.node(c.master_of_slot(slot_of_name(c, name))), name, which);
+}
+
+// The library's slot of a key is the cluster's (CLUSTER KEYSLOT): names'
+// keys, and keys with every shape of hash tag.
+TEST(Cluster, TheLibrarysSlotOfAKeyIsTheClusters) {
+  RedisCluster& cluster = steady_cluster();
+  std::vector<std::string> keys = {"",
+                                   "a",
+                                   "123456789",
+                                   "{}",
+                                   "{}x",
+                                   "x{}",
+                                   "{a}{b}",
+                                   "x{{a}}y",
+                                   "x{a",
+                                   "x}a{b}",
+                                   "{user1000}.following",
+                                   std::string("\xff\x00\x80", 3)};
+  for (int i = 0; i < 300; ++i) keys.push_back(key(unique_name("slot") + std::to_string(i * 7919), "q"));
+  for (const std::string& k : keys) {
+    EXPECT_EQ(static_cast<int>(detail::key_slot(k)), cluster.slot_of(k)) << "key '" << k << "'";
+  }
+}
+
+// Seeded with a replica only: each master's names are locked there (the
+// name's record is on that master), with fences rising per name.
+TEST(Cluster, NamesOnEveryMasterAreReachedFromOneSeed) {
+  RedisCluster& cluster = steady_cluster();
+  Options o = on(cluster);
+  o.url = "redis-cluster://127.0.0.1:" + std::to_string(cluster.data_port(3));  // a replica
+  Client client(o);
+  for (int m = 0; m < 3; ++m) {
+    const std::string name = name_on(cluster, m, "cluster-every");
+    FairLock l(client, name);
+    l.lock();
+    const std::uint64_t first = l.fence();
+    l.unlock();
+    l.lock();
+    EXPECT_GT(l.fence(), first);
+    l.unlock();
+    EXPECT_EQ(cluster.node(m).cmd({"EXISTS", key(name, "seq")}), "1") << "master " << m;
+  }
+}
+
+// Waiters, each with a client of its own, queued one after the other (each
+// seen in the queue before the next starts), are granted in that order.
+TEST(Cluster, WaitersAreGrantedInArrivalOrder) {
+  RedisCluster& cluster = steady_cluster();
+  const std::string name = unique_name("cluster-fifo");
+  Client holder_client(on(cluster));
+  FairLock holder(holder_client, name);
+  holder.lock();
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.emplace_back([&, i] {
+      Client c(on(cluster));
+      FairLock l(c, name);
+      if (!l.try_lock_for(60s)) return;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        order.push_back(i);
+      }
+      l.unlock();
+    });
+    ASSERT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == i + 1; }, 20000ms)) << "waiter " << i;
+  }
+  holder.unlock();
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(Cluster, SemaphoreNeverAdmitsMoreThanItsPermits) {
+  RedisCluster& cluster = steady_cluster();
+  const std::string name = unique_name("cluster-sem");
+  std::atomic<int> inside{0}, most{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      Client c(on(cluster));
+      FairSemaphore s(c, name, 2);
+      for (int i = 0; i < 10; ++i) {
+        s.lock();
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(1ms);
+        --inside;
+        s.unlock();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(most.load(), 2);
+}
+
+TEST(Cluster, AsyncWaitIsGrantedOnRelease) {
+  RedisCluster& cluster = steady_cluster();
+  const std::string name = unique_name("cluster-async");
+  Client c(on(cluster));
+  FairLock first(c, name);
+  first.lock();
+  FairLock second(c, name);
+  std::promise<std::uint64_t> granted;
+  auto handle = second.lock_async([&](const AcquireResult& r) { granted.set_value(r.fence()); });
+  ASSERT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == 1; }, 20000ms));
+  const std::uint64_t first_fence = first.fence();
+  first.unlock();
+  auto f = granted.get_future();
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  EXPECT_GT(f.get(), first_fence);
+  second.unlock();
+}
+
+TEST(Cluster, TheCommandRunsThroughTheClusterUrl) {
+  RedisCluster& cluster = steady_cluster();
+  const CliResult r = run_cli({"run", unique_name("cluster-cli"), "echo", "ran"}, cluster.url());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ran"), std::string::npos) << r.output;
+}
+
+// A held name on each master: list (every master scanned, no replica)
+// names each once, and inspect and evict reach each name's master.
+TEST(Cluster, ListInspectAndEvictReachEveryMaster) {
+  RedisCluster& cluster = steady_cluster();
+  const std::string base = unique_name("cluster-list") + "-";
+  Client c(on(cluster));
+  std::vector<std::unique_ptr<FairLock>> held;
+  std::vector<std::string> names;
+  for (int m = 0; m < 3; ++m) {
+    names.push_back(name_on(cluster, m, base));
+    held.push_back(std::make_unique<FairLock>(c, names.back()));
+    held.back()->lock();
+  }
+  std::vector<std::string> listed;
+  for (const NameSummary& n : c.list(base + "*")) {
+    listed.push_back(n.name);
+    EXPECT_EQ(n.holders, 1u) << n.name;
+  }
+  std::sort(listed.begin(), listed.end());
+  std::vector<std::string> expected = names;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(listed, expected);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const QueueState state = c.inspect(names[i]);
+    ASSERT_EQ(state.holders.size(), 1u) << names[i];
+    EXPECT_EQ(c.evict(names[i], state.holders.front().token), Evicted::holder) << names[i];
+    EXPECT_EQ(held[i]->release(), Released::lost) << names[i];
+  }
+}
+
+TEST(Cluster, KeyspaceModeIsRefused) {
+  Options o = on(steady_cluster());
+  o.notify = Notify::keyspace;
+  try {
+    Client c(o);
+    ADD_FAILURE() << "keyspace mode was accepted on a cluster";
+  } catch (const BadOption& e) {
+    EXPECT_NE(std::string(e.what()).find("Options::notify"), std::string::npos) << e.what();
+  }
+}
+
+// A holder's slot moves to another master between its lock and its
+// unlock: the release follows the -MOVED, and the name carries on there
+// (its record moved with it: the fence keeps rising).
+TEST(Cluster, ANameFollowsItsSlotToAnotherMaster) {
+  RedisCluster cluster;
+  const std::string name = name_on(cluster, 0, "cluster-moved");
+  Client c(on(cluster));
+  FairLock l(c, name);
+  l.lock();
+  const std::uint64_t before = l.fence();
+  cluster.migrate_slot(slot_of_name(cluster, name), 1);
+  EXPECT_EQ(l.release(), Released::released);
+  l.lock();
+  EXPECT_GT(l.fence(), before);
+  EXPECT_EQ(cluster.node(1).cmd({"EXISTS", key(name, "seq")}), "1");
+  l.unlock();
+}
+
+// The name's slot migrates key by key while a waiter waits: no call of the
+// name can run while its keys are split (TRYAGAIN) or while the slot is
+// half-moved (ASK, then TRYAGAIN at the importing node: a script's keys are
+// never all there), so the waiter waits out the migration, then is granted
+// on the new master when the holder releases, in order, with a higher fence.
+TEST(Cluster, AWaiterWaitsOutAMigrationKeyByKey) {
+  RedisCluster cluster;
+  const std::string name = name_on(cluster, 0, "cluster-migrate");
+  Client a_client(on(cluster)), b_client(on(cluster));
+  FairLock a(a_client, name), b(b_client, name);
+  a.lock();
+  const std::uint64_t a_fence = a.fence();
+  auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(60s); });
+  ASSERT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == 1; }, 20000ms));
+  int moved_keys = 0;
+  cluster.migrate_slot(slot_of_name(cluster, name), 2, [&](const std::string&) {
+    ++moved_keys;
+    std::this_thread::sleep_for(200ms);  // calls meet the split slot meanwhile
+  });
+  EXPECT_GE(moved_keys, 3);
+  EXPECT_TRUE(a.owns_lock());
+  EXPECT_EQ(a.release(), Released::released);
+  ASSERT_TRUE(b_done.get()) << "the waiter was not granted after the migration";
+  EXPECT_GT(b.fence(), a_fence);
+  b.unlock();
+}
+
+// A holder and a waiter across the SIGKILL of their master: the replica is
+// promoted (with the grant, replicated by WAIT before the kill), the
+// holder's release runs there and hands over to the waiter.
+TEST(Cluster, HolderAndWaiterCarryOnAcrossAFailover) {
+  RedisCluster cluster;
+  const std::string name = name_on(cluster, 1, "cluster-carry");
+  Client a_client(on(cluster)), b_client(on(cluster));
+  FairLock a(a_client, name), b(b_client, name);
+  a.lock();
+  const std::uint64_t a_fence = a.fence();
+  auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(60s); });
+  ASSERT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == 1; }, 20000ms));
+  EXPECT_EQ(cluster.node(1).cmd({"WAIT", "1", "5000"}), "1");
+  const auto killed = std::chrono::steady_clock::now();
+  cluster.kill_master_of_slot_and_wait_failover(slot_of_name(cluster, name));
+  EXPECT_EQ(a.release(), Released::released);
+  ASSERT_TRUE(b_done.get()) << "the waiter did not get its turn on the new master";
+  EXPECT_GT(b.fence(), a_fence);
+  std::cout << "[ cluster  ] kill -> waiter granted after the holder's release: " << since(killed).count() << " ms\n";
+  b.unlock();
+}
+
+}  // namespace
+}  // namespace fairlock::test
