@@ -5,6 +5,7 @@
 // waiter waits), a holder and a waiter across the SIGKILL of their master,
 // and keyspace mode refused.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -174,7 +175,9 @@ TEST(Cluster, TheCommandRunsThroughTheClusterUrl) {
 }
 
 // A held name on each master: list (every master scanned, no replica)
-// names each once, and inspect and evict reach each name's master.
+// names each once, inspect reaches each name's master and names the
+// holder's process (its registration is on the master of its own slot),
+// and evict reaches each name's master.
 TEST(Cluster, ListInspectAndEvictReachEveryMaster) {
   RedisCluster& cluster = steady_cluster();
   const std::string base = unique_name("cluster-list") + "-";
@@ -198,6 +201,8 @@ TEST(Cluster, ListInspectAndEvictReachEveryMaster) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     const QueueState state = c.inspect(names[i]);
     ASSERT_EQ(state.holders.size(), 1u) << names[i];
+    // The holder's registration, read from its own slot's master.
+    EXPECT_EQ(state.holders.front().pid, static_cast<long long>(getpid())) << names[i];
     EXPECT_EQ(c.evict(names[i], state.holders.front().token), Evicted::holder) << names[i];
     EXPECT_EQ(held[i]->release(), Released::lost) << names[i];
   }

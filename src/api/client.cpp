@@ -146,7 +146,10 @@ QueueState Client::inspect(const std::string& name, std::size_t max_waiters) {
   return detail::publicly([&] {
     detail::Server& server = impl_->router().for_keys(keys).server;
     QueueState state = detail::inspect(server, keys, name, max_waiters);
-    detail::describe_clients(server, impl_->options().key_prefix, state);
+    const auto server_of = [this](const std::string& key) -> detail::Server& {
+      return impl_->router().for_key(key).server;
+    };
+    detail::describe_clients(server_of, impl_->options().key_prefix, state);
     return state;
   });
 }

@@ -32,9 +32,10 @@ ClusterRouter::ClusterRouter(ClusterConfig config, ServerConfig server_config, W
 
 ClusterRouter::~ClusterRouter() { ClusterRouter::stop(); }
 
-Node& ClusterRouter::for_keys(const Keys& keys) {
+Node& ClusterRouter::for_key(std::string_view key) {
+  const std::uint16_t slot = key_slot(key);
   std::lock_guard<std::mutex> lk(mu_);
-  Node* owner = owner_[slot_of(keys)];
+  Node* owner = owner_[slot];
   // Not known (no map yet, or a slot without a master): a seed, whose
   // -MOVED teaches the owner, or whose failure is retried as any other.
   return owner != nullptr ? *owner : *nodes_.front();
@@ -134,6 +135,11 @@ Server& ClusterRouter::moved(const Redirect& to, const Server& from) {
 
 Server& ClusterRouter::asked(const Redirect& to, const Server& from) {
   return node_at(to.host.empty() ? from.endpoint().host : to.host, to.port).server;
+}
+
+bool ClusterRouter::serves(const Server& server, std::uint16_t slot) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return owner_[slot] != nullptr && &owner_[slot]->server == &server;
 }
 
 bool ClusterRouter::refresh() noexcept {

@@ -36,7 +36,7 @@ class ClusterRouter final : public Router, private Redirects {
   ClusterRouter(ClusterConfig config, ServerConfig server_config, WakeConfig wake_config, WakeSink& sink,
                 Counters& counters, spdlog::logger& log);
   ~ClusterRouter() override;
-  Node& for_keys(const Keys& keys) override;
+  Node& for_key(std::string_view key) override;
   void for_each(const std::function<void(Node&)>& f) override;
   Notify start() override;
   void stop() noexcept override;
@@ -44,6 +44,7 @@ class ClusterRouter final : public Router, private Redirects {
  private:
   Server& moved(const Redirect& to, const Server& from) override;
   Server& asked(const Redirect& to, const Server& from) override;
+  bool serves(const Server& server, std::uint16_t slot) override;
   // The node at host:port (made, and started if the router is, when new).
   Node& node_at(const std::string& host, int port);
   // Asks the masters known, then the seeds, for the slot map: true once one

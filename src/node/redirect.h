@@ -31,6 +31,8 @@ class Redirects {
   // -ASK: the slot is being imported by `to`; the server there, for one
   // call after ASKING (the slot's owner does not change).
   virtual Server& asked(const Redirect& to, const Server& from) = 0;
+  // `server` is the master of `slot` now, as far as the map knows.
+  virtual bool serves(const Server& server, std::uint16_t slot) = 0;
 };
 
 }  // namespace fairlock::detail

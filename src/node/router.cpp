@@ -58,26 +58,23 @@ class StandaloneRouter final : public Router {
       : node_(target, server_config(o, wake_config.client_id), wake_config, sink, counters, log) {
     if (target.locator) target.locator->on_change([this] { master_changed(node_); });
   }
-  Node& for_keys(const Keys&) override { return node_; }
+  Node& for_key(std::string_view) override { return node_; }
   void for_each(const std::function<void(Node&)>& f) override { f(node_); }
 
  private:
   Node node_;
 };
 
-// A cluster's router. Its servers keep no registration yet: the key
-// (docs/PROTOCOL.md "Who") lives in a slot of its own, on one master.
+// A cluster's router.
 std::unique_ptr<Router> cluster_router(const Options& o, const std::string& client_id, Address& a,
                                        const WakeConfig& wake, WakeSink& sink, Counters& counters,
                                        spdlog::logger& log) {
   if (o.notify == Notify::keyspace) {
     throw BadOption("Options::notify", "keyspace mode does not work on Redis Cluster: use publish (or poll)");
   }
-  ServerConfig servers = server_config(o, client_id);
-  servers.who_key.clear();
   ClusterConfig cluster{std::move(a.cluster_seeds), tls_context_for(o.tls, a.node, log), o.connect_timeout,
                         o.command_timeout};
-  return std::make_unique<ClusterRouter>(std::move(cluster), servers, wake, sink, counters, log);
+  return std::make_unique<ClusterRouter>(std::move(cluster), server_config(o, client_id), wake, sink, counters, log);
 }
 
 }  // namespace

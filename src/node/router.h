@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/counters.h"
@@ -32,8 +33,9 @@ struct Node {
 class Router {
  public:
   virtual ~Router() = default;
-  // The node holding the keys of one name.
-  virtual Node& for_keys(const Keys& keys) = 0;
+  // The node holding a key; the keys of one name (all in one slot).
+  virtual Node& for_key(std::string_view key) = 0;
+  Node& for_keys(const Keys& keys) { return for_key(keys.q); }
   virtual void for_each(const std::function<void(Node&)>& f) = 0;
 
   // Opens a connection to every node (which checks the server: throws

@@ -6,12 +6,14 @@
 #include "net/call_deadline.h"
 #include "net/master_locator.h"
 #include "net/open_connection.h"
+#include "protocol/slot.h"
 
 namespace fairlock::detail {
 
 Server::Server(Target target, const ServerConfig& config, Counters& counters, spdlog::logger& log)
     : target_(std::move(target)),
       redirects_(config.redirects),
+      who_slot_(key_slot(config.who_key)),
       counters_(counters),
       registration_(config.who_key, config.who_value, config.who_expiry),
       eviction_(where(), config.allow_evicting, log),
@@ -42,7 +44,7 @@ bool Server::reached() const noexcept {
 bool Server::open() {
   try {
     return commands_.with([this](Connection& c) {
-      registration_.write(c);
+      if (registers_here()) registration_.write(c);
       return true;
     });
   } catch (const Error& e) {
@@ -69,6 +71,9 @@ ReplyPtr Server::run_one(ScriptCall call) {
   calls.push_back(std::move(call));
   return std::move(run_batch(calls, Lane::commands).front());
 }
+
+// On a cluster, the registration goes to its slot's master alone.
+bool Server::registers_here() { return redirects_ == nullptr || redirects_->serves(*this, who_slot_); }
 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane,
                                         const std::vector<Argv>& tail) {
@@ -112,7 +117,7 @@ std::vector<ReplyPtr> Server::follow(const std::vector<ScriptCall>& calls, Lane 
 std::vector<ReplyPtr> Server::run_riding(Connection& c, const std::vector<ScriptCall>& calls,
                                          const std::vector<Argv>& tail) {
   const auto now = std::chrono::steady_clock::now();
-  const std::optional<Argv> refresh = registration_.due(now);
+  const std::optional<Argv> refresh = registers_here() ? registration_.due(now) : std::nullopt;
   if (!refresh) return scripts_.run(c, calls, target_.command_timeout, tail);
   std::vector<Argv> with_refresh = tail;
   with_refresh.push_back(*refresh);

@@ -34,7 +34,9 @@ struct ServerConfig {
   std::string who_key;
   std::string who_value;
   std::chrono::milliseconds who_expiry;
-  // A server of a cluster: who follows its -MOVED and -ASK replies.
+  // A server of a cluster: who follows its -MOVED and -ASK replies (and
+  // says whether the registration's slot is this server's: it is written
+  // on that one server only).
   Redirects* redirects = nullptr;
 };
 
@@ -84,10 +86,12 @@ class Server {
                                  bool asking);
   std::vector<ReplyPtr> follow(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
                                std::vector<ReplyPtr> replies, int hops);
+  bool registers_here();
   std::vector<ReplyPtr> run_riding(Connection& c, const std::vector<ScriptCall>& calls, const std::vector<Argv>& tail);
   std::vector<ReplyPtr> master_only(Connection& c, std::vector<ReplyPtr> replies);
   const Target target_;
   Redirects* const redirects_;
+  const std::uint16_t who_slot_;  // of the registration's key
   Counters& counters_;
   Registration registration_;
   EvictionCheck eviction_;  // before the pools, which run it on each new connection

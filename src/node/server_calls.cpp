@@ -94,29 +94,36 @@ void set_description(Entry& e, const std::map<std::string, ClientDescription>& k
   e.description = it->second.description;
 }
 
+// The registrations of client ids `ids`, all on `server`, in one round trip.
+void read_descriptions(Server& server, std::string_view prefix, const std::vector<std::string>& ids,
+                       std::map<std::string, ClientDescription>& known) {
+  std::vector<std::string> keys;
+  for (const auto& id : ids) keys.push_back(who_key(prefix, id));
+  std::vector<Argv> gets;
+  for (const auto& k : keys) gets.push_back(Argv{"GET", k});
+  const std::vector<ReplyPtr> replies = server.pipeline(gets);
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (is_nil(*replies[i]) || is_error(*replies[i])) continue;  // none, or no right to GET it
+    if (auto d = parse_who_value(reply_string(*replies[i]))) known.emplace(ids[i], std::move(*d));
+  }
+}
+
 }  // namespace
 
 // Each GET names its key alone (the key's hash tag is the client id), never
-// with a name's keys: under Cluster each goes to its own slot's node.
-void describe_clients(Server& server, std::string_view prefix, QueueState& state) {
+// with a name's keys: under Cluster each goes to its own slot's node, the
+// GETs of one node in one round trip.
+void describe_clients(const ServerOfKey& server_of, std::string_view prefix, QueueState& state) {
   for (auto& h : state.holders) set_client_id(h);
   for (auto& w : state.waiters) set_client_id(w);
   std::set<std::string> ids;
   for (const auto& h : state.holders) ids.insert(h.client_id);
   for (const auto& w : state.waiters) ids.insert(w.client_id);
   ids.erase("");
-  if (ids.empty()) return;
-  std::vector<std::string> keys;
-  for (const auto& id : ids) keys.push_back(who_key(prefix, id));
-  std::vector<Argv> gets;
-  for (const auto& k : keys) gets.push_back(Argv{"GET", k});
-  const std::vector<ReplyPtr> replies = server.pipeline(gets);
+  std::map<Server*, std::vector<std::string>> ids_at;
+  for (const auto& id : ids) ids_at[&server_of(who_key(prefix, id))].push_back(id);
   std::map<std::string, ClientDescription> known;
-  auto id = ids.begin();
-  for (std::size_t i = 0; i < replies.size(); ++i, ++id) {
-    if (is_nil(*replies[i]) || is_error(*replies[i])) continue;  // none, or no right to GET it
-    if (auto d = parse_who_value(reply_string(*replies[i]))) known.emplace(*id, std::move(*d));
-  }
+  for (const auto& [server, at] : ids_at) read_descriptions(*server, prefix, at, known);
   for (auto& h : state.holders) set_description(h, known);
   for (auto& w : state.waiters) set_description(w, known);
 }

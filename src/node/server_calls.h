@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,7 +47,9 @@ QueueState inspect(Server& server, const Keys& keys, std::string name, std::size
 // Fills each holder's and waiter's client_id from its member, and host, pid
 // and description from its client's registration: one pipelined GET per
 // distinct client id. Unregistered (or unreadable) clients stay empty / 0.
-void describe_clients(Server& server, std::string_view prefix, QueueState& state);
+// `server_of` names the server holding a key (its slot's, on a cluster).
+using ServerOfKey = std::function<Server&(const std::string& key)>;
+void describe_clients(const ServerOfKey& server_of, std::string_view prefix, QueueState& state);
 Evicted evict(Server& server, const Keys& keys, std::string_view member);
 // Names with a g key matching the glob `pattern` (SCAN, never KEYS), with
 // their holder and waiter counts.
