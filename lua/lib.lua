@@ -36,7 +36,8 @@
 -- 1000 arrivals share a millisecond, the name is new or lost its record
 -- (one ms ahead: ticket_after), or the server clock stepped back).
 -- Members are "<m><cid>:<token>:<lease>": <m> is the wake mode of the owning
--- process ('p' PUBLISH, 'k' keyspace key, 'n' none), <cid> its client id,
+-- process ('p' PUBLISH, 's' SPUBLISH on a shard channel (version 8), 'k'
+-- keyspace key, 'n' none), <cid> its client id,
 -- <token> the participant's random token (96 bits from the C++ client), both
 -- lower-case hex, and <lease> the wait's lease in ms (decimal, 1 .. 2^31-1,
 -- no leading zero): a grant handed to the member inside another call lasts
@@ -61,7 +62,7 @@ local fresh = {}         -- the keys (q, w, h) this call created: they need thei
 local moved_deadline = nil -- the deadline of a holder this call moved into h (inflate, cleanup)
 local MAX_MS = 2147483647 -- the longest lease or liveness a caller may ask for
 local MAX_FENCE = 9007199254740992 -- 2^53: tickets and fences are integers in [1, 2^53)
-local VERSION = '7'       -- the protocol version this script set speaks (the record's "v")
+local VERSION = '8'       -- the protocol version this script set speaks (the record's "v")
 local R = {}              -- the record as this call knows it (read_record, record_set): s, p, x
 local inline_text = nil   -- o's value as this call read it (inline_value), false if none
 local inline = nil        -- the same, parsed (inline_entry): a table, or false if none
@@ -156,18 +157,18 @@ end
 -- a capture, the cheapest test of the usual case.)
 local function valid_member(m)
   if #m < 4 or #m > 128 then return false end
-  if find(m, '^[pkn][0-9a-f]+:[0-9a-f]+:[1-9]%d?%d?%d?%d?%d?%d?%d?%d?$')
-     or find(m, '^[pkn][0-9a-f]+:[0-9a-f]+$') then
+  if find(m, '^[pkns][0-9a-f]+:[0-9a-f]+:[1-9]%d?%d?%d?%d?%d?%d?%d?%d?$')
+     or find(m, '^[pkns][0-9a-f]+:[0-9a-f]+$') then
     return true
   end
-  local lease = match(m, '^[pkn][0-9a-f]+:[0-9a-f]+:([1-9]%d%d%d%d%d%d%d%d%d)$')
+  local lease = match(m, '^[pkns][0-9a-f]+:[0-9a-f]+:([1-9]%d%d%d%d%d%d%d%d%d)$')
   return lease ~= nil and lease + 0 <= MAX_MS
 end
 
 local function member_arg(i)
   local m = ARGS[i]
   if m == nil or not valid_member(m) then
-    return nil, fail('BADARG', 'member must look like <p|k|n><hex>:<hex>[:<lease ms>]')
+    return nil, fail('BADARG', 'member must look like <p|k|n|s><hex>:<hex>[:<lease ms>]')
   end
   return m
 end
@@ -201,6 +202,12 @@ local function signal(member, fence)
     local brace = find(base, '{', 1, true)
     local prefix = sub(base, 1, brace - 1) -- "P:"
     redis.call('PUBLISH', prefix .. 'wake:' .. cid, member .. ' ' .. format('%d', fence))
+  elseif mode == 's' then
+    -- A shard channel in the name's slot (same hash tag), for Redis Cluster:
+    -- SPUBLISH reaches the slot's own node (and its replicas), never the
+    -- cluster bus, as PUBLISH would. Redis 7 refuses a shard channel of a
+    -- slot the node does not serve, never this one.
+    redis.call('SPUBLISH', base .. 'wake:' .. cid, member .. ' ' .. format('%d', fence))
   elseif mode == 'k' then
     -- The documented exception to "every key in KEYS": a per-(name, process)
     -- key in the same hash slot, whose keyspace channel the process watches.
@@ -616,7 +623,7 @@ end
 -- and g's holder fields exactly as version 3 does, so their queue carries
 -- on; but they kept the permit count and x in g (fields "permits" and
 -- "x"): those move into the record. Version 1's record was a STRING holding
--- the last ticket. Older clients then fail on the name (versions 2 to 5:
+-- the last ticket. Older clients then fail on the name (versions 2 to 7:
 -- FLVERSION; version 1: WRONGTYPE at its next ticket) instead of running a
 -- second queue.
 local function upgrade_record(old, readonly)
@@ -638,7 +645,7 @@ local function upgrade_record(old, readonly)
 end
 
 -- Versions 1 to 3 kept a w entry per waiter (member -> deadline); versions
--- 4 to 7 keep one per process, at the latest live deadline of its waiters. The move
+-- 4 to 8 keep one per process, at the latest live deadline of its waiters. The move
 -- reads all of w once (a queue of n waiters: O(n), once per name); read
 -- only (inspect), w is read by member instead.
 local function upgrade_w(readonly, now)
@@ -707,12 +714,14 @@ local function read_record(now, readonly)
   local old = r[1]
   R = {s = r[2], p = r[3], x = r[4]}
   if not old or old == VERSION then return nil end
-  if old ~= '1' and old ~= '2' and old ~= '3' and old ~= '4' and old ~= '5' and old ~= '6' then
+  if old ~= '1' and old ~= '2' and old ~= '3' and old ~= '4' and old ~= '5' and old ~= '6'
+     and old ~= '7' then
     return fail('VERSION', old .. ': this name is kept by protocol version ' .. old ..
                 ', these scripts speak version ' .. VERSION)
   end
-  -- Versions 5 and 6 kept this version's layout (without ev, which a name
-  -- lacks until its first eviction): only "v" changes.
+  -- Versions 5 to 7 kept this version's layout (5 and 6 without ev, which a
+  -- name lacks until its first eviction; version 8 adds only the member
+  -- mode 's', which no older client sends): only "v" changes.
   if old == '1' or old == '2' then upgrade_record(old, readonly) end
   if old == '1' or old == '2' or old == '3' then upgrade_w(readonly, now) end
   if old == '2' or old == '3' or old == '4' then upgrade_inline(now, readonly) end

@@ -370,6 +370,39 @@ TEST_F(Scripts, HandoffSignalsOnlyTheGrantee) {
   redisFree(sub);
 }
 
+// Mode 's' (version 8, for Redis Cluster): the grant is SPUBLISHed on the
+// grantee's shard channel of the name, "P:{N}:wake:<cid>", in the name's
+// slot; a standalone server has shard channels too.
+TEST_F(Scripts, ShardedModeSignalsOnlyTheGranteesShardChannel) {
+  const std::string cid_b = "00000000000000b2", cid_c = "00000000000000c2";
+  const std::string channel_b = "fairlock:{" + name + "}:wake:" + cid_b;
+  const std::string channel_c = "fairlock:{" + name + "}:wake:" + cid_c;
+  redisContext* sub = redisConnect("127.0.0.1", server().port());
+  ASSERT_TRUE(sub && !sub->err);
+  auto* r = static_cast<redisReply*>(redisCommand(sub, "SSUBSCRIBE %s %s", channel_b.c_str(), channel_c.c_str()));
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3u);
+  EXPECT_EQ(std::string(r->element[0]->str), "ssubscribe");
+  freeReplyObject(r);
+  redisGetReply(sub, reinterpret_cast<void**>(&r));  // second subscribe confirmation
+  freeReplyObject(r);
+  acquire(member(1));
+  auto b = acquire(member(2, 's', cid_b));
+  acquire(member(3, 's', cid_c));
+  release(member(1));
+  ASSERT_EQ(redisGetReply(sub, reinterpret_cast<void**>(&r)), REDIS_OK);
+  ASSERT_EQ(r->elements, 3u);
+  EXPECT_EQ(std::string(r->element[0]->str), "smessage");
+  EXPECT_EQ(std::string(r->element[1]->str), channel_b);
+  EXPECT_EQ(std::string(r->element[2]->str), member(2, 's', cid_b) + " " + std::to_string(b[1]));
+  freeReplyObject(r);
+  EXPECT_EQ(redis({"EXISTS", channel_b}), "0");  // no wake key, unlike mode 'k'
+  // Nothing else was published: C was not woken.
+  timeval tv{0, 200000};
+  redisSetTimeout(sub, tv);
+  EXPECT_NE(redisGetReply(sub, reinterpret_cast<void**>(&r)), REDIS_OK);
+  redisFree(sub);
+}
+
 TEST_F(Scripts, KeyspaceModeWritesPerProcessWakeKey) {
   const std::string cid = "00000000000000d1";
   acquire(member(1));

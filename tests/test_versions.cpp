@@ -1,6 +1,6 @@
-// Protocol versions meeting on one name: versions 1 to 6's scripts (kept
-// as fixtures in tests/fixtures/v1_lua to v6_lua, exactly as they shipped)
-// against this version's (7), on the same keys. A mixed fleet must
+// Protocol versions meeting on one name: versions 1 to 7's scripts (kept
+// as fixtures in tests/fixtures/v1_lua to v7_lua, exactly as they shipped)
+// against this version's (8), on the same keys. A mixed fleet must
 // fail loudly, never run two queues, and never let fences go back.
 #include <gtest/gtest.h>
 
@@ -89,15 +89,16 @@ std::vector<std::string> grant_of(const std::vector<std::string>& r) {
 
 class Versions : public ::testing::Test {
  protected:
-  // Today's scripts take seven keys (ev since version 7), versions 5 and 6's
+  // Today's scripts and version 7's take seven keys (ev since version 7), versions 5 and 6's
   // six (o since version 5), older ones five.
   std::string run(const std::string& source, std::vector<std::string> args) {
     std::vector<std::string> argv{"EVAL", source, "5", keys.q, keys.w, keys.h, keys.g, keys.seq};
-    if (is_current(source) || source.rfind(v5_lib, 0) == 0 || source.rfind(v6_lib, 0) == 0) {
+    const bool v7 = source.rfind(v7_lib, 0) == 0;
+    if (is_current(source) || v7 || source.rfind(v5_lib, 0) == 0 || source.rfind(v6_lib, 0) == 0) {
       argv[2] = "6";
       argv.push_back(keys.o);
     }
-    if (is_current(source)) {
+    if (is_current(source) || v7) {
       argv[2] = "7";
       argv.push_back(keys.ev);
     }
@@ -159,8 +160,8 @@ class Versions : public ::testing::Test {
   const std::string v3_acquire = old_script(FAIRLOCK_V3_LUA_DIR, "acquire");
   const std::string v3_release = old_script(FAIRLOCK_V3_LUA_DIR, "release");
   const std::string v3_heartbeat = old_script(FAIRLOCK_V3_LUA_DIR, "heartbeat");
-  const std::string v7_acquire = current_script("acquire"), v7_release = current_script("release");
-  const std::string v7_heartbeat = current_script("heartbeat");
+  const std::string v8_acquire = current_script("acquire"), v8_release = current_script("release");
+  const std::string v8_heartbeat = current_script("heartbeat");
   const std::string v4_acquire = old_script(FAIRLOCK_V4_LUA_DIR, "acquire");
   const std::string v4_release = old_script(FAIRLOCK_V4_LUA_DIR, "release");
   const std::string v4_heartbeat = old_script(FAIRLOCK_V4_LUA_DIR, "heartbeat");
@@ -172,30 +173,34 @@ class Versions : public ::testing::Test {
   const std::string v6_acquire = old_script(FAIRLOCK_V6_LUA_DIR, "acquire");
   const std::string v6_release = old_script(FAIRLOCK_V6_LUA_DIR, "release");
   const std::string v6_heartbeat = old_script(FAIRLOCK_V6_LUA_DIR, "heartbeat");
+  const std::string v7_lib = read_file(std::string(FAIRLOCK_V7_LUA_DIR) + "/lib.lua");
+  const std::string v7_acquire = old_script(FAIRLOCK_V7_LUA_DIR, "acquire");
+  const std::string v7_release = old_script(FAIRLOCK_V7_LUA_DIR, "release");
+  const std::string v7_heartbeat = old_script(FAIRLOCK_V7_LUA_DIR, "heartbeat");
 };
 
-TEST_F(Versions, AVersion1ClientFailsOnAVersion7NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v7_acquire, 1))[0], "1");  // held inline, in o
+TEST_F(Versions, AVersion1ClientFailsOnAVersion8NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v8_acquire, 1))[0], "1");  // held inline, in o
   const std::string uncontended = dump();
   EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v7_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v8_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
   EXPECT_NE(acquire(v1_acquire, 2).find("WRONGTYPE"), std::string::npos);
   EXPECT_EQ(dump(), contended);
 }
 
-TEST_F(Versions, AVersion7ClientCarriesABusyVersion1QueueOn) {
+TEST_F(Versions, AVersion8ClientCarriesABusyVersion1QueueOn) {
   const auto held = lines(acquire(v1_acquire, 1));
   const auto queued = lines(acquire(v1_acquire, 2));
   ASSERT_EQ(held[0], "1");
   ASSERT_EQ(queued[0], "0");
   ASSERT_EQ(server().cmd({"TYPE", keys.seq}), "string");
-  const auto newcomer = lines(acquire(v7_acquire, 3));  // the counter becomes the record
+  const auto newcomer = lines(acquire(v8_acquire, 3));  // the counter becomes the record
   ASSERT_EQ(newcomer[0], "0");
   EXPECT_GT(std::stoull(newcomer[1]), std::stoull(queued[1]));
   EXPECT_EQ(newcomer[2], "1");                                     // behind version 1's waiter
-  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "7\n1");  // g's permit count moved into it
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "8\n1");  // g's permit count moved into it
   EXPECT_EQ(server().cmd({"HEXISTS", keys.g, "permits"}), "0");
   EXPECT_EQ(server().cmd({"ZRANGE", keys.w, "0", "-1"}), proc(kCidA));  // w by process: both waiters are A's
   // Version 1's waiter fails from now on: its w entry is gone, so it queues
@@ -205,36 +210,36 @@ TEST_F(Versions, AVersion7ClientCarriesABusyVersion1QueueOn) {
   EXPECT_EQ(dump(), upgraded);
   // Version 1's release reads no record: it releases, but it reads w by
   // member, finds no waiter live and drops them all (a version 1 holder on a
-  // version 7 name costs the queue its places, never a double grant).
+  // version 8 name costs the queue its places, never a double grant).
   EXPECT_EQ(release(v1_release, 1), "1");
   EXPECT_EQ(server().cmd({"ZCARD", keys.q}), "0");
-  // Version 7's waiter learns it is gone and queues again, above every fence so far.
-  EXPECT_EQ(lines(run(v7_heartbeat, {"1", "10000", member(3), "10000"})), (std::vector<std::string>{"0", "0", "-1"}));
-  const auto again = lines(acquire(v7_acquire, 3));
+  // Version 8's waiter learns it is gone and queues again, above every fence so far.
+  EXPECT_EQ(lines(run(v8_heartbeat, {"1", "10000", member(3), "10000"})), (std::vector<std::string>{"0", "0", "-1"}));
+  const auto again = lines(acquire(v8_acquire, 3));
   ASSERT_EQ(again[0], "1");
   EXPECT_GT(std::stoull(again[1]), std::stoull(newcomer[1]));
-  EXPECT_EQ(release(v7_release, 3), "1");
+  EXPECT_EQ(release(v8_release, 3), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
 }
 
-TEST_F(Versions, AVersion2ClientFailsOnAVersion7NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v7_acquire, 1))[0], "1");  // held inline, in o
+TEST_F(Versions, AVersion2ClientFailsOnAVersion8NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v8_acquire, 1))[0], "1");  // held inline, in o
   const std::string uncontended = dump();
-  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 8", 0), 0u);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v7_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v8_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
-  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(acquire(v2_acquire, 2).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 8", 0), 0u);
   EXPECT_EQ(dump(), contended);
 }
 
 // Version 2 kept the permit count and x in g; version 3 and later keep them in
-// the record. A version 7 call moves them, and the queue goes on in its order;
+// the record. A version 8 call moves them, and the queue goes on in its order;
 // version 2's clients fail from then on (FLVERSION), so their entries end by
 // their deadlines or by eviction.
-TEST_F(Versions, AVersion7ClientCarriesABusyVersion2QueueOn) {
+TEST_F(Versions, AVersion8ClientCarriesABusyVersion2QueueOn) {
   const auto held = lines(run(v2_acquire, {member(1), "2", "10000", "10000", "q"}));
   ASSERT_EQ(lines(run(v2_acquire, {member(2), "2", "10000", "10000", "q"}))[0], "1");
   const auto queued = lines(run(v2_acquire, {member(3), "2", "10000", "10000", "q"}));
@@ -242,51 +247,51 @@ TEST_F(Versions, AVersion7ClientCarriesABusyVersion2QueueOn) {
   ASSERT_EQ(queued[0], "0");
   const std::string x = server().cmd({"HGET", keys.g, "x"});
   ASSERT_EQ(server().cmd({"HGET", keys.g, "permits"}), "2");
-  const auto newcomer = lines(run(v7_acquire, {member(4), "2", "10000", "10000", "q"}));
+  const auto newcomer = lines(run(v8_acquire, {member(4), "2", "10000", "10000", "q"}));
   ASSERT_EQ(newcomer[0], "0");
   EXPECT_GT(std::stoull(newcomer[1]), std::stoull(queued[1]));
   EXPECT_EQ(newcomer[2], "1");  // behind version 2's waiter
-  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p", "x"}), "7\n2\n" + x);
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p", "x"}), "8\n2\n" + x);
   EXPECT_EQ(server().cmd({"HMGET", keys.g, "permits", "x"}), "(nil)\n(nil)");
-  EXPECT_EQ(run(v7_acquire, {member(4), "1", "10000", "10000", "q"}), "ERR:FLPERMITS 2");  // the count moved
-  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(run(v8_acquire, {member(4), "1", "10000", "10000", "q"}), "ERR:FLPERMITS 2");  // the count moved
+  EXPECT_EQ(release(v2_release, 1).rfind("ERR:FLVERSION 8", 0), 0u);
   // The operator evicts version 2's holders: the permits go to the queue in order.
   for (int m : {1, 2}) EXPECT_EQ(run(current_script("evict"), {member(m), "2"}), "1");
-  const auto heads = lines(run(v7_heartbeat, {"2", "10000", member(3), "10000", member(4), "10000"}));
+  const auto heads = lines(run(v8_heartbeat, {"2", "10000", member(3), "10000", member(4), "10000"}));
   EXPECT_EQ(without_ms(heads), (std::vector<std::string>{"2", queued[1], "2", newcomer[1]}));
-  EXPECT_EQ(run(v7_release, {member(3), "2"}), "1");
-  EXPECT_EQ(run(v7_release, {member(4), "2"}), "1");
+  EXPECT_EQ(run(v8_release, {member(3), "2"}), "1");
+  EXPECT_EQ(run(v8_release, {member(4), "2"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
   EXPECT_EQ(server().cmd({"HMGET", keys.seq, "p", "x"}), "(nil)\n(nil)");
 }
 
-TEST_F(Versions, AVersion3ClientFailsOnAVersion7NameAndChangesNothing) {
-  ASSERT_EQ(lines(acquire(v7_acquire, 1))[0], "1");  // held inline, in o
+TEST_F(Versions, AVersion3ClientFailsOnAVersion8NameAndChangesNothing) {
+  ASSERT_EQ(lines(acquire(v8_acquire, 1))[0], "1");  // held inline, in o
   const std::string uncontended = dump();
-  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(1), "10000"}).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(1), "10000"}).rfind("ERR:FLVERSION 8", 0), 0u);
   EXPECT_EQ(dump(), uncontended);
-  ASSERT_EQ(lines(acquire(v7_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v8_acquire, 3))[0], "0");  // a queue: h, g, q and w
   const std::string contended = dump();
-  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(acquire(v3_acquire, 3).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(3), "10000"}).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(acquire(v3_acquire, 2).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(acquire(v3_acquire, 3).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(release(v3_release, 1).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", member(3), "10000"}).rfind("ERR:FLVERSION 8", 0), 0u);
   EXPECT_EQ(dump(), contended);
 }
 
 // Version 3 kept a w entry per waiter; version 4 keeps one per process, at
-// the latest deadline of its waiters. The first version 7 call that writes
+// the latest deadline of its waiters. The first version 8 call that writes
 // moves w over, and the queue goes on in its order; version 3's clients fail
 // from then on (FLVERSION).
-TEST_F(Versions, AVersion7ClientCarriesABusyVersion3QueueOn) {
+TEST_F(Versions, AVersion8ClientCarriesABusyVersion3QueueOn) {
   ASSERT_NO_FATAL_FAILURE(busy_v3_queue());
-  const auto t5 = queue(v7_acquire, c5, "10000");  // the upgrade, then a newcomer of a third process
+  const auto t5 = queue(v8_acquire, c5, "10000");  // the upgrade, then a newcomer of a third process
   ASSERT_EQ(t5[0], "0");
   for (const auto& m : {a2, b3, a4}) EXPECT_GT(std::stoull(t5[1]), std::stoull(tickets[m])) << m;
   EXPECT_EQ(t5[2], "3");  // behind version 3's waiters
-  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8");
   auto w = w_entries();
   ASSERT_EQ(w.size(), 3u);
   ASSERT_EQ(w.count(proc(kCidA)) + w.count(proc(kCidB)) + w.count(proc(kCidC)), 3u);
@@ -298,25 +303,25 @@ TEST_F(Versions, AVersion7ClientCarriesABusyVersion3QueueOn) {
 
   // Version 3's clients fail from now on, and change nothing.
   const std::string upgraded = dump();
-  EXPECT_EQ(run(v3_acquire, {a2, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(run(v3_release, {a1, "1"}).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", b3, "10000"}).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(run(v3_acquire, {a2, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(run(v3_release, {a1, "1"}).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(run(v3_heartbeat, {"1", "10000", b3, "10000"}).rfind("ERR:FLVERSION 8", 0), 0u);
   EXPECT_EQ(dump(), upgraded);
 
   // The queue drains in ticket order, A's waiters live by A's one entry.
-  EXPECT_EQ(run(v7_release, {a1, "1"}), "1");
-  EXPECT_EQ(without_ms(lines(run(v7_heartbeat, {"1", "10000", a2, "10000", a4, "10000"}))),
+  EXPECT_EQ(run(v8_release, {a1, "1"}), "1");
+  EXPECT_EQ(without_ms(lines(run(v8_heartbeat, {"1", "10000", a2, "10000", a4, "10000"}))),
             (std::vector<std::string>{"2", tickets[a2], "1", "1"}));  // A2 holds; A4 waits behind B3
-  EXPECT_EQ(run(v7_release, {a2, "1"}), "1");
-  EXPECT_EQ(grant_of(queue(v7_acquire, b3, "10000")), (std::vector<std::string>{"1", tickets[b3]}));
-  EXPECT_EQ(run(v7_release, {b3, "1"}), "1");
-  EXPECT_EQ(without_ms(lines(run(v7_heartbeat, {"1", "10000", a4, "10000"}))),
+  EXPECT_EQ(run(v8_release, {a2, "1"}), "1");
+  EXPECT_EQ(grant_of(queue(v8_acquire, b3, "10000")), (std::vector<std::string>{"1", tickets[b3]}));
+  EXPECT_EQ(run(v8_release, {b3, "1"}), "1");
+  EXPECT_EQ(without_ms(lines(run(v8_heartbeat, {"1", "10000", a4, "10000"}))),
             (std::vector<std::string>{"2", tickets[a4]}));
-  EXPECT_EQ(run(v7_release, {a4, "1"}), "1");
-  EXPECT_EQ(grant_of(queue(v7_acquire, c5, "10000")), (std::vector<std::string>{"1", t5[1]}));
-  EXPECT_EQ(run(v7_release, {c5, "1"}), "1");
+  EXPECT_EQ(run(v8_release, {a4, "1"}), "1");
+  EXPECT_EQ(grant_of(queue(v8_acquire, c5, "10000")), (std::vector<std::string>{"1", t5[1]}));
+  EXPECT_EQ(run(v8_release, {c5, "1"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0");
-  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8");
 }
 
 // A version 3 waiter whose w deadline is corrupt (far beyond any lease: only
@@ -325,21 +330,21 @@ TEST_F(Versions, AVersion7ClientCarriesABusyVersion3QueueOn) {
 TEST_F(Versions, TheMoveOfWIgnoresACorruptSiblingDeadline) {
   ASSERT_NO_FATAL_FAILURE(busy_v3_queue());
   ASSERT_EQ(server().cmd({"ZADD", keys.w, "XX", "CH", "1e300", a4}), "1");
-  EXPECT_EQ(release(v7_release, 1), "1");              // upgrades, then hands the lock to a2
+  EXPECT_EQ(release(v8_release, 1), "1");              // upgrades, then hands the lock to a2
   EXPECT_EQ(w_entries()[proc(kCidA)], deadlines[a2]);  // a2's deadline, not the corrupt one
   EXPECT_EQ(lines(server().cmd({"ZRANGE", keys.h, "0", "-1"})), std::vector<std::string>{a2});
 }
 
 // Not only acquire: whichever writing script comes first upgrades the name,
 // also when it issues no ticket (next_ticket writes "v" as well).
-TEST_F(Versions, EveryWritingVersion7ScriptUpgradesABusyVersion3Name) {
+TEST_F(Versions, EveryWritingVersion8ScriptUpgradesABusyVersion3Name) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"release", {a1, "1"}}, {"cancel", {b3, "1"}}, {"evict", {a2, "1"}}, {"heartbeat", {"1", "20000", b3, "10000"}}};
   for (const auto& [op, args] : calls) {
     server().cmd({"DEL", keys.q, keys.w, keys.h, keys.g, keys.seq});
     ASSERT_NO_FATAL_FAILURE(busy_v3_queue()) << op;
     EXPECT_EQ(run(current_script(op), args).rfind("ERR", 0), std::string::npos) << op;
-    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7") << op;
+    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8") << op;
     auto w = w_entries();
     EXPECT_EQ(w.size(), 2u) << op;
     EXPECT_EQ(w[proc(kCidA)], deadlines[a4]) << op;
@@ -348,7 +353,7 @@ TEST_F(Versions, EveryWritingVersion7ScriptUpgradesABusyVersion3Name) {
     } else {
       EXPECT_EQ(w[proc(kCidB)], deadlines[b3]) << op;
     }
-    EXPECT_EQ(run(v3_acquire, {a4, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 7", 0), 0u) << op;
+    EXPECT_EQ(run(v3_acquire, {a4, "1", "10000", "10000", "q"}).rfind("ERR:FLVERSION 8", 0), 0u) << op;
   }
 }
 
@@ -387,17 +392,17 @@ TEST_F(Versions, AnIdleOlderNameKeepsItsFencesIncreasing) {
     server().cmd({"DEL", keys.seq});
     const auto last = lines(acquire(older[v].first, 1));
     ASSERT_EQ(release(older[v].second, 1), "1") << "version " << v + 1;
-    const auto next = lines(acquire(v7_acquire, 2));
+    const auto next = lines(acquire(v8_acquire, 2));
     ASSERT_EQ(next[0], "1");
     EXPECT_GT(std::stoull(next[1]), std::stoull(last[1])) << "version " << v + 1;
-    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7");
-    ASSERT_EQ(release(v7_release, 2), "1");
+    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8");
+    ASSERT_EQ(release(v8_release, 2), "1");
   }
 }
 
-// Every version 4 script fails on a version 7 name, held inline or busy,
+// Every version 4 script fails on a version 8 name, held inline or busy,
 // and changes nothing.
-TEST_F(Versions, AVersion4ClientFailsOnAVersion7NameAndChangesNothing) {
+TEST_F(Versions, AVersion4ClientFailsOnAVersion8NameAndChangesNothing) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"acquire", {member(2), "1", "10000", "10000", "q"}},
       {"acquire", {member(1), "1", "10000", "10000", "t"}},
@@ -409,18 +414,18 @@ TEST_F(Versions, AVersion4ClientFailsOnAVersion7NameAndChangesNothing) {
   auto all_refused = [&](const char* when) {
     const std::string before = dump();
     for (const auto& [op, args] : calls) {
-      EXPECT_EQ(run(old_script(FAIRLOCK_V4_LUA_DIR, op), args).rfind("ERR:FLVERSION 7", 0), 0u) << when << op;
+      EXPECT_EQ(run(old_script(FAIRLOCK_V4_LUA_DIR, op), args).rfind("ERR:FLVERSION 8", 0), 0u) << when << op;
       EXPECT_EQ(dump(), before) << when << op;
     }
   };
-  ASSERT_EQ(lines(acquire(v7_acquire, 1))[0], "1");  // held inline, in o
+  ASSERT_EQ(lines(acquire(v8_acquire, 1))[0], "1");  // held inline, in o
   all_refused("uncontended: ");
-  ASSERT_EQ(lines(acquire(v7_acquire, 3))[0], "0");  // a queue: h, g, q and w
+  ASSERT_EQ(lines(acquire(v8_acquire, 3))[0], "0");  // a queue: h, g, q and w
   all_refused("contended: ");
 }
 
 // Version 4 kept the inline holder in the record (o, d, t, p); version 5
-// (and later) keep it in o. Whichever version 7 call comes first moves it there, the
+// (and later) keep it in o. Whichever version 8 call comes first moves it there, the
 // same grant (member, fence, deadline), and that call sees it held.
 TEST_F(Versions, AVersion4InlineHolderMovesIntoOWithItsGrant) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
@@ -446,27 +451,27 @@ TEST_F(Versions, AVersion4InlineHolderMovesIntoOWithItsGrant) {
       EXPECT_GT(ttl, 40000) << op;  // d kept (whole seconds of slack: no clock race)
       EXPECT_LE(ttl, 51000) << op;
     }
-    EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "o", "d", "t", "p"}), "7\n(nil)\n(nil)\n(nil)\n(nil)") << op;
+    EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "o", "d", "t", "p"}), "8\n(nil)\n(nil)\n(nil)\n(nil)") << op;
     EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g}), "0") << op;
   }
 }
 
-// A version 4 inline holder meets contention on its first version 7 call:
+// A version 4 inline holder meets contention on its first version 8 call:
 // it moves into o, then into h, and the newcomer queues behind it.
-TEST_F(Versions, AVersion7ClientQueuesBehindAVersion4InlineHolder) {
+TEST_F(Versions, AVersion8ClientQueuesBehindAVersion4InlineHolder) {
   const auto held = lines(acquire(v4_acquire, 1));
   ASSERT_EQ(held[0], "1");
-  const auto queued = queue(v7_acquire, b3, "10000");
+  const auto queued = queue(v8_acquire, b3, "10000");
   ASSERT_EQ(queued[0], "0");
   EXPECT_EQ(queued[2], "0");
   EXPECT_GT(std::stoull(queued[1]), std::stoull(held[1]));
   EXPECT_EQ(server().cmd({"HGET", keys.g, a1}).substr(0, held[1].size() + 1), held[1] + ":");
   EXPECT_EQ(server().cmd({"EXISTS", keys.o}), "0");
-  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "7\n1");
-  EXPECT_EQ(run(v4_release, {a1, "1"}).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(release(v7_release, 1), "1");
-  EXPECT_EQ(grant_of(queue(v7_acquire, b3, "10000")), (std::vector<std::string>{"1", queued[1]}));
-  EXPECT_EQ(run(v7_release, {b3, "1"}), "1");
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "p"}), "8\n1");
+  EXPECT_EQ(run(v4_release, {a1, "1"}).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(release(v8_release, 1), "1");
+  EXPECT_EQ(grant_of(queue(v8_acquire, b3, "10000")), (std::vector<std::string>{"1", queued[1]}));
+  EXPECT_EQ(run(v8_release, {b3, "1"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g, keys.o}), "0");
 }
 
@@ -476,12 +481,12 @@ TEST_F(Versions, AnExpiredVersion4InlineHolderIsNotMoved) {
   const auto held = lines(acquire(v4_acquire, 1));
   ASSERT_EQ(held[0], "1");
   server().cmd({"HSET", keys.seq, "d", "1"});  // its deadline passed (no test waits for a clock)
-  const auto next = lines(acquire(v7_acquire, 3));
+  const auto next = lines(acquire(v8_acquire, 3));
   ASSERT_EQ(next[0], "1");
   EXPECT_GT(std::stoull(next[1]), std::stoull(held[1]));
   EXPECT_EQ(server().cmd({"GET", keys.o}).substr(0, member(3).size()), member(3));
-  EXPECT_EQ(release(v7_release, 1), "0");
-  EXPECT_EQ(release(v7_release, 3), "1");
+  EXPECT_EQ(release(v8_release, 1), "0");
+  EXPECT_EQ(release(v8_release, 3), "1");
 }
 
 // A version 4 record damaged around its inline holder (tampered) never
@@ -493,16 +498,16 @@ TEST_F(Versions, ADamagedVersion4InlineRecordUpgradesSafely) {
   const auto held = lines(acquire(v4_acquire, 1));
   ASSERT_EQ(held[0], "1");
   server().cmd({"HSET", keys.seq, "p", "x", "x", "1"});
-  EXPECT_EQ(lines(run(v7_acquire, {b3, "1", "10000", "10000", "t"})), std::vector<std::string>{"-1"});
+  EXPECT_EQ(lines(run(v8_acquire, {b3, "1", "10000", "10000", "t"})), std::vector<std::string>{"-1"});
   EXPECT_EQ(server().cmd({"GET", keys.o}).substr(0, a1.size() + held[1].size() + 4), a1 + " " + held[1] + " 1 ");
   EXPECT_EQ(server().cmd({"HMGET", keys.seq, "p", "x"}), "(nil)\n(nil)");
-  EXPECT_EQ(release(v7_release, 1), "1");
+  EXPECT_EQ(release(v8_release, 1), "1");
   server().cmd({"DEL", keys.seq, keys.o});
   ASSERT_EQ(lines(acquire(v4_acquire, 1))[0], "1");
   const long long now = std::stoll(server().cmd({"TIME"}).substr(0, 10)) * 1000;
   server().cmd({"HSET", keys.seq, "d", std::to_string(now + 60000) + ".5"});
-  EXPECT_EQ(lines(run(v7_acquire, {b3, "1", "10000", "10000", "q"}))[0], "1");  // not an error
-  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "o", "d"}), "7\n(nil)\n(nil)");
+  EXPECT_EQ(lines(run(v8_acquire, {b3, "1", "10000", "10000", "q"}))[0], "1");  // not an error
+  EXPECT_EQ(server().cmd({"HMGET", keys.seq, "v", "o", "d"}), "8\n(nil)\n(nil)");
 }
 
 // inspect reads, never writes: a version 4 inline holder is listed from the
@@ -523,9 +528,9 @@ TEST_F(Versions, InspectListsAVersion4InlineHolderAndChangesNothing) {
   EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "4");
 }
 
-// Every version 5 script fails on a version 7 name, held inline or busy,
+// Every version 5 script fails on a version 8 name, held inline or busy,
 // and changes nothing.
-TEST_F(Versions, AVersion5ClientFailsOnAVersion7NameAndChangesNothing) {
+TEST_F(Versions, AVersion5ClientFailsOnAVersion8NameAndChangesNothing) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"acquire", {member(2), "1", "10000", "10000", "q"}},
       {"acquire", {member(1), "1", "10000", "10000", "t"}},
@@ -536,23 +541,23 @@ TEST_F(Versions, AVersion5ClientFailsOnAVersion7NameAndChangesNothing) {
   auto all_refused = [&](const char* when) {
     const std::string before = dump();
     for (const auto& [op, args] : calls) {
-      EXPECT_EQ(run(old_script(FAIRLOCK_V5_LUA_DIR, op), args).rfind("ERR:FLVERSION 7", 0), 0u) << when << op;
+      EXPECT_EQ(run(old_script(FAIRLOCK_V5_LUA_DIR, op), args).rfind("ERR:FLVERSION 8", 0), 0u) << when << op;
       EXPECT_EQ(dump(), before) << when << op;
     }
   };
-  ASSERT_EQ(lines(run(v7_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");  // held inline, in o
+  ASSERT_EQ(lines(run(v8_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");  // held inline, in o
   all_refused("uncontended: ");
-  ASSERT_EQ(lines(run(v7_acquire, {leased(3), "1", "10000", "10000", "q"}))[0], "0");  // a queue
+  ASSERT_EQ(lines(run(v8_acquire, {leased(3), "1", "10000", "10000", "q"}))[0], "0");  // a queue
   all_refused("contended: ");
   // Version 5's release of a member it never held reads the record: refused too.
-  EXPECT_EQ(run(v5_release, {member(9), "1"}).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(run(v5_release, {member(9), "1"}).rfind("ERR:FLVERSION 8", 0), 0u);
 }
 
-// Version 5's layout is version 7's (without ev): the first version 7 call changes the
+// Version 5's layout is version 8's (without ev): the first version 8 call changes the
 // record's "v" and nothing else, and a busy version 5 queue goes on in its
 // order. Its members name no lease: a grant handed to one lasts to its
 // process's liveness deadline, as under version 5.
-TEST_F(Versions, AVersion7ClientCarriesABusyVersion5QueueOn) {
+TEST_F(Versions, AVersion8ClientCarriesABusyVersion5QueueOn) {
   ASSERT_EQ(lines(acquire(v5_acquire, 1))[0], "1");  // a1 inline
   std::map<std::string, std::string> t;
   for (const auto& m : {a2, b3}) {
@@ -567,38 +572,38 @@ TEST_F(Versions, AVersion7ClientCarriesABusyVersion5QueueOn) {
   };
   const std::string v5_entries = written();
   const std::string newcomer = leased(5, kCidC);
-  const auto t5 = queue(v7_acquire, newcomer, "10000");
+  const auto t5 = queue(v8_acquire, newcomer, "10000");
   ASSERT_EQ(t5[0], "0");
   EXPECT_EQ(t5[2], "2");  // behind version 5's waiters
   EXPECT_GT(std::stoull(t5[1]), std::stoull(t[b3]));
-  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8");
   // Everything version 5 wrote stands: its holder, its waiters, their w entries.
   EXPECT_EQ(server().cmd({"ZRANGE", keys.q, "0", "-1"}), a2 + "\n" + b3 + "\n" + newcomer);
   EXPECT_EQ(written(), v5_entries);
   // Version 5's clients fail from now on, and change nothing.
   const std::string before = dump();
-  EXPECT_EQ(run(v5_release, {a1, "1"}).rfind("ERR:FLVERSION 7", 0), 0u);
-  EXPECT_EQ(run(v5_heartbeat, {"1", "10000", a2, "10000"}).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(run(v5_release, {a1, "1"}).rfind("ERR:FLVERSION 8", 0), 0u);
+  EXPECT_EQ(run(v5_heartbeat, {"1", "10000", a2, "10000"}).rfind("ERR:FLVERSION 8", 0), 0u);
   EXPECT_EQ(dump(), before);
-  // The queue drains in ticket order under version 7.
-  EXPECT_EQ(release(v7_release, 1), "1");
+  // The queue drains in ticket order under version 8.
+  EXPECT_EQ(release(v8_release, 1), "1");
   EXPECT_EQ(server().cmd({"ZSCORE", keys.h, a2}), server().cmd({"ZSCORE", keys.w, proc(kCidA)}));  // no lease: liveness
-  const auto a2_beat = lines(run(v7_heartbeat, {"1", "10000", a2, "0"}));  // a check: reported, not renewed
+  const auto a2_beat = lines(run(v8_heartbeat, {"1", "10000", a2, "0"}));  // a check: reported, not renewed
   EXPECT_EQ(without_ms(a2_beat), (std::vector<std::string>{"2", t[a2]}));
   EXPECT_EQ(server().cmd({"ZSCORE", keys.h, a2}), server().cmd({"ZSCORE", keys.w, proc(kCidA)}));
-  EXPECT_EQ(run(v7_release, {a2, "1"}), "1");
-  EXPECT_EQ(grant_of(queue(v7_acquire, b3, "20000")), (std::vector<std::string>{"1", t[b3]}));
-  EXPECT_EQ(run(v7_release, {b3, "1"}), "1");
-  EXPECT_EQ(grant_of(queue(v7_acquire, newcomer, "10000")), (std::vector<std::string>{"1", t5[1]}));
-  EXPECT_EQ(run(v7_release, {newcomer, "1"}), "1");
+  EXPECT_EQ(run(v8_release, {a2, "1"}), "1");
+  EXPECT_EQ(grant_of(queue(v8_acquire, b3, "20000")), (std::vector<std::string>{"1", t[b3]}));
+  EXPECT_EQ(run(v8_release, {b3, "1"}), "1");
+  EXPECT_EQ(grant_of(queue(v8_acquire, newcomer, "10000")), (std::vector<std::string>{"1", t5[1]}));
+  EXPECT_EQ(run(v8_release, {newcomer, "1"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g, keys.o}), "0");
-  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8");
 }
 
 // A version 5 inline holder (o, a member without a lease) keeps its grant
-// under version 7: whichever version 7 call comes first upgrades the record
+// under version 8: whichever version 8 call comes first upgrades the record
 // and sees it held, and a contender queues behind it.
-TEST_F(Versions, AVersion5InlineHolderKeepsItsGrantUnderVersion7) {
+TEST_F(Versions, AVersion5InlineHolderKeepsItsGrantUnderVersion8) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"heartbeat", {"1", "10000", a1, "0"}},     // a check: o's expiry stays
       {"cancel", {a1, "1"}},                      // reports the grant
@@ -616,7 +621,7 @@ TEST_F(Versions, AVersion5InlineHolderKeepsItsGrantUnderVersion7) {
       EXPECT_EQ(server().cmd({"EXISTS", keys.o}), "0");
       continue;
     }
-    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7") << op;
+    EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8") << op;
     ASSERT_EQ(out.size(), 3u) << op;
     EXPECT_EQ(grant_of(out), (std::vector<std::string>{op == "acquire" ? "1" : "2", held[1]})) << op;
     EXPECT_GT(std::stoll(out[2]), 40000) << op;  // o's time left (whole seconds of slack: no clock race)
@@ -625,16 +630,16 @@ TEST_F(Versions, AVersion5InlineHolderKeepsItsGrantUnderVersion7) {
     EXPECT_EQ(server().cmd({"PEXPIRETIME", keys.o}), expiry) << op;
   }
   ASSERT_EQ(lines(run(v5_acquire, {a1, "1", "60000", "10000", "q"}))[0], "1");
-  const auto queued = queue(v7_acquire, leased(3, kCidB), "10000");
+  const auto queued = queue(v8_acquire, leased(3, kCidB), "10000");
   ASSERT_EQ(queued[0], "0");
   EXPECT_EQ(server().cmd({"ZRANGE", keys.h, "0", "-1"}), a1);  // moved into h, its member as it was
-  EXPECT_EQ(release(v7_release, 1), "1");
-  EXPECT_EQ(grant_of(queue(v7_acquire, leased(3, kCidB), "10000")), (std::vector<std::string>{"1", queued[1]}));
+  EXPECT_EQ(release(v8_release, 1), "1");
+  EXPECT_EQ(grant_of(queue(v8_acquire, leased(3, kCidB), "10000")), (std::vector<std::string>{"1", queued[1]}));
 }
 
-// Whichever version 7 script writes first upgrades a busy version 5 name:
+// Whichever version 8 script writes first upgrades a busy version 5 name:
 // "v" changes, nothing else but what the call itself does.
-TEST_F(Versions, EveryWritingVersion7ScriptUpgradesABusyVersion5Name) {
+TEST_F(Versions, EveryWritingVersion8ScriptUpgradesABusyVersion5Name) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"release", {member(9), "1"}},
       {"cancel", {member(9), "1"}},
@@ -649,7 +654,7 @@ TEST_F(Versions, EveryWritingVersion7ScriptUpgradesABusyVersion5Name) {
     std::string after = dump();
     const auto v5 = before.find("v\n5");
     ASSERT_NE(v5, std::string::npos) << before;
-    before.replace(v5, 3, "v\n7");
+    before.replace(v5, 3, "v\n8");
     EXPECT_EQ(after, before) << op;
   }
   server().cmd({"DEL", keys.seq});
@@ -659,10 +664,10 @@ TEST_F(Versions, EveryWritingVersion7ScriptUpgradesABusyVersion5Name) {
   EXPECT_EQ(dump(), before);
 }
 
-// Every version 6 script fails on a version 7 name, held inline or busy,
+// Every version 6 script fails on a version 8 name, held inline or busy,
 // and changes nothing; but version 6's release of an inline grant its
 // member holds, whose fast path reads no record (o means the same).
-TEST_F(Versions, AVersion6ClientFailsOnAVersion7NameAndChangesNothing) {
+TEST_F(Versions, AVersion6ClientFailsOnAVersion8NameAndChangesNothing) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"acquire", {leased(2), "1", "10000", "10000", "q"}},
       {"acquire", {leased(1), "1", "10000", "10000", "t"}},
@@ -673,28 +678,28 @@ TEST_F(Versions, AVersion6ClientFailsOnAVersion7NameAndChangesNothing) {
   auto all_refused = [&](const char* when) {
     const std::string before = dump();
     for (const auto& [op, args] : calls) {
-      EXPECT_EQ(run(old_script(FAIRLOCK_V6_LUA_DIR, op), args).rfind("ERR:FLVERSION 7", 0), 0u) << when << op;
+      EXPECT_EQ(run(old_script(FAIRLOCK_V6_LUA_DIR, op), args).rfind("ERR:FLVERSION 8", 0), 0u) << when << op;
       EXPECT_EQ(dump(), before) << when << op;
     }
   };
-  ASSERT_EQ(lines(run(v7_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");  // held inline, in o
+  ASSERT_EQ(lines(run(v8_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");  // held inline, in o
   all_refused("uncontended: ");
-  ASSERT_EQ(lines(run(v7_acquire, {leased(3), "1", "10000", "10000", "q"}))[0], "0");  // a queue
+  ASSERT_EQ(lines(run(v8_acquire, {leased(3), "1", "10000", "10000", "q"}))[0], "0");  // a queue
   ASSERT_EQ(run(current_script("evict"), {leased(3), "1"}), "2");                      // and ev
   ASSERT_EQ(server().cmd({"ZCARD", keys.ev}), "1");
   all_refused("contended, with an eviction: ");
-  EXPECT_EQ(run(v6_release, {leased(9), "1"}).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(run(v6_release, {leased(9), "1"}).rfind("ERR:FLVERSION 8", 0), 0u);
   // An inline grant made before: version 6 releases it, without the record.
   server().cmd({"DEL", keys.q, keys.w, keys.h, keys.g, keys.seq, keys.o, keys.ev});
-  ASSERT_EQ(lines(run(v7_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");
+  ASSERT_EQ(lines(run(v8_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");
   EXPECT_EQ(run(v6_release, {leased(1), "1"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.o}), "0");
 }
 
-// Version 6's layout is version 7's without ev: the first version 7 call
+// Version 6's layout is version 8's without ev: the first version 8 call
 // changes the record's "v" and nothing else, and a busy version 6 queue goes
-// on in its order, under version 7's rules (an evicted waiter is told so).
-TEST_F(Versions, AVersion7ClientCarriesABusyVersion6QueueOn) {
+// on in its order, under version 8's rules (an evicted waiter is told so).
+TEST_F(Versions, AVersion8ClientCarriesABusyVersion6QueueOn) {
   const std::string b2 = leased(2, kCidB), c3 = leased(3, kCidC);
   ASSERT_EQ(lines(run(v6_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");  // inline
   std::map<std::string, std::string> t;
@@ -706,30 +711,30 @@ TEST_F(Versions, AVersion7ClientCarriesABusyVersion6QueueOn) {
   ASSERT_EQ(server().cmd({"HGET", keys.seq, "v"}), "6");
   std::string before = dump();
   // A heartbeat that changes nothing but the record's version (a holder's check).
-  const auto beat = lines(run(v7_heartbeat, {"1", "20000", leased(1), "0"}));
+  const auto beat = lines(run(v8_heartbeat, {"1", "20000", leased(1), "0"}));
   ASSERT_EQ(grant_of(beat)[0], "2");
   const auto v6 = before.find("v\n6");
   ASSERT_NE(v6, std::string::npos) << before;
-  before.replace(v6, 3, "v\n7");
+  before.replace(v6, 3, "v\n8");
   EXPECT_EQ(dump(), before);
   // Version 6's clients fail from now on.
-  EXPECT_EQ(run(v6_heartbeat, {"1", "10000", b2, "10000"}).rfind("ERR:FLVERSION 7", 0), 0u);
+  EXPECT_EQ(run(v6_heartbeat, {"1", "10000", b2, "10000"}).rfind("ERR:FLVERSION 8", 0), 0u);
   // The operator evicts c3: its process's next calls say so, and it is not queued again.
   EXPECT_EQ(run(current_script("evict"), {c3, "1"}), "2");
-  EXPECT_EQ(lines(run(v7_heartbeat, {"1", "20000", c3, "10000"})), (std::vector<std::string>{"3", "0", "-1"}));
-  EXPECT_EQ(lines(run(v7_acquire, {c3, "1", "10000", "20000", "q"})), std::vector<std::string>{"-2"});
+  EXPECT_EQ(lines(run(v8_heartbeat, {"1", "20000", c3, "10000"})), (std::vector<std::string>{"3", "0", "-1"}));
+  EXPECT_EQ(lines(run(v8_acquire, {c3, "1", "10000", "20000", "q"})), std::vector<std::string>{"-2"});
   EXPECT_EQ(server().cmd({"ZRANGE", keys.q, "0", "-1"}), b2);
   // The queue drains in ticket order.
-  EXPECT_EQ(run(v7_release, {leased(1), "1"}), "1");
-  EXPECT_EQ(grant_of(lines(run(v7_acquire, {b2, "1", "10000", "20000", "q"}))), (std::vector<std::string>{"1", t[b2]}));
-  EXPECT_EQ(run(v7_release, {b2, "1"}), "1");
+  EXPECT_EQ(run(v8_release, {leased(1), "1"}), "1");
+  EXPECT_EQ(grant_of(lines(run(v8_acquire, {b2, "1", "10000", "20000", "q"}))), (std::vector<std::string>{"1", t[b2]}));
+  EXPECT_EQ(run(v8_release, {b2, "1"}), "1");
   EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g, keys.o}), "0");
-  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8");
 }
 
-// Whichever version 7 script writes first upgrades a busy version 6 name:
+// Whichever version 8 script writes first upgrades a busy version 6 name:
 // "v" changes, nothing else but what the call itself does.
-TEST_F(Versions, EveryWritingVersion7ScriptUpgradesABusyVersion6Name) {
+TEST_F(Versions, EveryWritingVersion8ScriptUpgradesABusyVersion6Name) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
       {"release", {leased(9), "1"}},
       {"cancel", {leased(9), "1"}},
@@ -749,13 +754,117 @@ TEST_F(Versions, EveryWritingVersion7ScriptUpgradesABusyVersion6Name) {
     }
     const auto v6 = before.find("v\n6");
     ASSERT_NE(v6, std::string::npos) << before;
-    before.replace(v6, 3, "v\n7");
+    before.replace(v6, 3, "v\n8");
+    EXPECT_EQ(dump(), before) << op;
+  }
+}
+
+// Every version 7 script fails on a version 8 name, held inline or busy,
+// and changes nothing; but version 7's release of an inline grant its
+// member holds, whose fast path reads no record (o means the same).
+TEST_F(Versions, AVersion7ClientFailsOnAVersion8NameAndChangesNothing) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
+      {"acquire", {leased(2), "1", "10000", "10000", "q"}},
+      {"acquire", {leased(1), "1", "10000", "10000", "t"}},
+      {"cancel", {leased(3), "1"}},
+      {"heartbeat", {"1", "10000", leased(1), "10000"}},
+      {"evict", {leased(3), "1"}},
+      {"inspect", {"10"}}};
+  auto all_refused = [&](const char* when) {
+    const std::string before = dump();
+    for (const auto& [op, args] : calls) {
+      EXPECT_EQ(run(old_script(FAIRLOCK_V7_LUA_DIR, op), args).rfind("ERR:FLVERSION 8", 0), 0u) << when << op;
+      EXPECT_EQ(dump(), before) << when << op;
+    }
+  };
+  ASSERT_EQ(lines(run(v8_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");  // held inline, in o
+  all_refused("uncontended: ");
+  ASSERT_EQ(lines(run(v8_acquire, {leased(3), "1", "10000", "10000", "q"}))[0], "0");  // a queue
+  ASSERT_EQ(run(current_script("evict"), {leased(3), "1"}), "2");                      // and ev
+  all_refused("contended, with an eviction: ");
+  EXPECT_EQ(run(v7_release, {leased(9), "1"}).rfind("ERR:FLVERSION 8", 0), 0u);
+  // An inline grant made before: version 7 releases it, without the record.
+  server().cmd({"DEL", keys.q, keys.w, keys.h, keys.g, keys.seq, keys.o, keys.ev});
+  ASSERT_EQ(lines(run(v8_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");
+  EXPECT_EQ(run(v7_release, {leased(1), "1"}), "1");
+  EXPECT_EQ(server().cmd({"EXISTS", keys.o}), "0");
+}
+
+// Version 8 adds the member mode 's' (a shard channel's SPUBLISH), which
+// version 7 refuses as any malformed member: a version 7 client never sends
+// it, and cannot take part in a sharded client's queue by mistake.
+TEST_F(Versions, OnlyVersion8TakesAShardedMember) {
+  const std::string sharded = "s" + kCidA + ":" + std::string(24, '1') + ":10000";
+  EXPECT_EQ(run(v7_acquire, {sharded, "1", "10000", "10000", "q"}).rfind("ERR:FLBADARG", 0), 0u);
+  EXPECT_EQ(server().cmd({"EXISTS", keys.seq}), "0");
+  EXPECT_EQ(lines(run(v8_acquire, {sharded, "1", "10000", "10000", "q"}))[0], "1");
+  EXPECT_EQ(run(v8_release, {sharded, "1"}), "1");
+}
+
+// Version 7's layout is version 8's: the first version 8 call changes the
+// record's "v" and nothing else, and a busy version 7 queue goes on in its
+// order, its evictions remembered.
+TEST_F(Versions, AVersion8ClientCarriesABusyVersion7QueueOn) {
+  const std::string b2 = leased(2, kCidB), c3 = leased(3, kCidC);
+  ASSERT_EQ(lines(run(v7_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1");  // inline
+  std::map<std::string, std::string> t;
+  for (const auto& m : {b2, c3}) {
+    const auto q = lines(run(v7_acquire, {m, "1", "10000", "20000", "q"}));
+    ASSERT_EQ(q[0], "0") << m;
+    t[m] = q[1];
+  }
+  ASSERT_EQ(run(old_script(FAIRLOCK_V7_LUA_DIR, "evict"), {c3, "1"}), "2");  // ev, kept by version 7
+  ASSERT_EQ(server().cmd({"HGET", keys.seq, "v"}), "7");
+  std::string before = dump();
+  // A heartbeat that changes nothing but the record's version (a holder's check).
+  const auto beat = lines(run(v8_heartbeat, {"1", "20000", leased(1), "0"}));
+  ASSERT_EQ(grant_of(beat)[0], "2");
+  const auto v7 = before.find("v\n7");
+  ASSERT_NE(v7, std::string::npos) << before;
+  before.replace(v7, 3, "v\n8");
+  EXPECT_EQ(dump(), before);
+  // Version 7's clients fail from now on.
+  EXPECT_EQ(run(v7_heartbeat, {"1", "10000", b2, "10000"}).rfind("ERR:FLVERSION 8", 0), 0u);
+  // The eviction version 7 recorded still holds.
+  EXPECT_EQ(lines(run(v8_heartbeat, {"1", "20000", c3, "10000"})), (std::vector<std::string>{"3", "0", "-1"}));
+  EXPECT_EQ(lines(run(v8_acquire, {c3, "1", "10000", "20000", "q"})), std::vector<std::string>{"-2"});
+  // The queue drains in ticket order.
+  EXPECT_EQ(run(v8_release, {leased(1), "1"}), "1");
+  EXPECT_EQ(grant_of(lines(run(v8_acquire, {b2, "1", "10000", "20000", "q"}))), (std::vector<std::string>{"1", t[b2]}));
+  EXPECT_EQ(run(v8_release, {b2, "1"}), "1");
+  EXPECT_EQ(server().cmd({"EXISTS", keys.q, keys.w, keys.h, keys.g, keys.o}), "0");
+  EXPECT_EQ(server().cmd({"HGET", keys.seq, "v"}), "8");
+}
+
+// Whichever version 8 script writes first upgrades a busy version 7 name:
+// "v" changes, nothing else but what the call itself does.
+TEST_F(Versions, EveryWritingVersion8ScriptUpgradesABusyVersion7Name) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
+      {"release", {leased(9), "1"}},
+      {"cancel", {leased(9), "1"}},
+      {"evict", {leased(9), "1"}},
+      {"acquire", {leased(9), "1", "10000", "10000", "q"}},  // mode q: may not be granted inline
+      {"heartbeat", {"1", "20000", leased(9, kCidC), "10000"}}};
+  for (const auto& [op, args] : calls) {
+    server().cmd({"DEL", keys.q, keys.w, keys.h, keys.g, keys.seq, keys.o, keys.ev});
+    ASSERT_EQ(lines(run(v7_acquire, {leased(1), "1", "10000", "10000", "q"}))[0], "1") << op;
+    ASSERT_EQ(lines(run(v7_acquire, {leased(2), "1", "10000", "10000", "q"}))[0], "0") << op;
+    std::string before = dump();
+    const std::string reply = run(current_script(op), args);
+    EXPECT_EQ(reply.rfind("ERR", 0), std::string::npos) << op;
+    if (op == "acquire") {  // it queued: only its own entries are new
+      EXPECT_EQ(lines(reply)[0], "0");
+      continue;
+    }
+    const auto v7 = before.find("v\n7");
+    ASSERT_NE(v7, std::string::npos) << before;
+    before.replace(v7, 3, "v\n8");
     EXPECT_EQ(dump(), before) << op;
   }
 }
 
 TEST_F(Versions, AnotherVersionIsRefusedByEveryScriptAndNothingChanges) {
-  server().cmd({"HSET", keys.seq, "v", "8", "s", "100", "layout", "unknown to version 7"});
+  server().cmd({"HSET", keys.seq, "v", "9", "s", "100", "layout", "unknown to version 8"});
   server().cmd({"ZADD", keys.q, "50", member(9)});
   const std::string before = dump();
   const std::vector<std::pair<std::string, std::vector<std::string>>> calls = {
@@ -767,7 +876,7 @@ TEST_F(Versions, AnotherVersionIsRefusedByEveryScriptAndNothingChanges) {
       {"evict", {member(9), "1"}},
       {"inspect", {"10"}}};
   for (const auto& [op, args] : calls) {
-    EXPECT_EQ(run(current_script(op), args).rfind("ERR:FLVERSION 8", 0), 0u) << op;
+    EXPECT_EQ(run(current_script(op), args).rfind("ERR:FLVERSION 9", 0), 0u) << op;
     EXPECT_EQ(dump(), before) << op;
   }
   Client client(opts_for(server()));

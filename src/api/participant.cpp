@@ -75,32 +75,35 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
   // destroyed or moved from another thread, which cancels this wait.
   const auto self = shared_from_this();
   const std::string member = start_wait(deadline, queue);
-  Wake& wake = node().wake;
-  const bool watched = queue && client_->mode() == Notify::keyspace && watch_within(wake, deadline);
   struct Unwatch {
-    Wake& wake;
+    NameWatch watch;
     const std::string& name;
-    bool on;
-    Unwatch(Wake& w, const std::string& n, bool watching) : wake(w), name(n), on(watching) {}  // C++20: no aggregate
+    explicit Unwatch(const std::string& n) : name(n) {}  // C++20: no aggregate
     Unwatch(const Unwatch&) = delete;
     Unwatch& operator=(const Unwatch&) = delete;
-    ~Unwatch() {
-      if (on) wake.unwatch(name);
-    }
-  } unwatch{wake, name_, watched};
-  return drive(member, watched);
+    ~Unwatch() { watch.stop(name); }
+  } unwatch{name_};
+  if (queue && signalled_per_name(node().wake)) watch_within(unwatch.watch, deadline);
+  return drive(member, unwatch.watch);
+}
+
+// Grants to this client are signalled per name on `wake` (keyspace mode,
+// or sharded publish): a wait watches its name.
+bool Participant::signalled_per_name(const Wake& wake) const {
+  const Notify mode = client_->mode();
+  return mode == Notify::keyspace || (mode == Notify::publish && wake.sharded());
 }
 
 // Subscribes to the name's wake channel, waiting for the confirmation no
-// longer than the wait's deadline (a stopped server never confirms): false
-// if unconfirmed, and the wait polls.
-bool Participant::watch_within(Wake& wake, std::optional<SteadyTime> deadline) {
+// longer than the wait's deadline (a stopped server never confirms): the
+// wait polls until it is confirmed.
+void Participant::watch_within(NameWatch& watch, std::optional<SteadyTime> deadline) {
   const CallDeadline bound(deadline);
-  return wake.watch(name_, true, &cancel_requested_);
+  watch.start(node().wake, name_, true, &cancel_requested_);
 }
 
 std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool queue) {
-  std::string member = new_member(client_->mode(), client_->id(), opts_.lease);
+  std::string member = new_member(client_->mode(), client_->id(), opts_.lease, node().wake.sharded());
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (async_) throw std::logic_error("fairlock: " + name_ + " is already waiting asynchronously");
@@ -113,11 +116,11 @@ std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool que
 
 // Runs the claim's steps until the wait ends. Every way out either holds
 // the grant or has left the queue.
-bool Participant::drive(const std::string& member, bool watched) {
+bool Participant::drive(const std::string& member, NameWatch& watch) {
   std::unique_lock<std::mutex> lk(mu_);
   try {
     for (;;) {
-      const Step step = claim_.next(steady_clock::now(), wait_context(watched));
+      const Step step = claim_.next(steady_clock::now(), wait_context(watch));
       switch (step.kind) {
         case Step::Kind::ask: ask(lk, member, step); break;
         case Step::Kind::wait: cv_.wait_until(lk, step.until); break;
@@ -170,9 +173,18 @@ void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string&
   }
 }
 
-WaitContext Participant::wait_context(bool watched) const {
-  const Notify mode = client_->mode();
-  const bool signals = node().wake.signals_ok() && (mode == Notify::publish || (mode == Notify::keyspace && watched));
+// Whether the wait may sleep on signals follows the subscriptions as they
+// are now: the name's own (keyspace, sharded) may be refused or lost during
+// the wait, and the name may move to another node (the watch follows it).
+WaitContext Participant::wait_context(NameWatch& watch) const {
+  Wake& wake = node().wake;
+  bool signals = wake.signals_ok();
+  if (signalled_per_name(wake)) {
+    watch.follow(wake, name_);
+    signals = signals && watch.confirmed(wake, name_);
+  } else {
+    signals = signals && client_->mode() == Notify::publish;
+  }
   return WaitContext{client_->stopped(), signals, client_->session().heartbeat_period()};
 }
 

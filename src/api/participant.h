@@ -33,6 +33,28 @@ namespace fairlock::detail {
 
 class ClientImpl;
 struct Node;
+class Wake;
+
+// The wake subscription a wait holds on its name, where grants are
+// signalled per name (keyspace mode, or sharded publish on Redis Cluster):
+// on the Wake of the node that owns the name, following the name when that
+// changes (its slot moved). A value (the async driver's wait is copied into
+// callbacks): whoever ends the wait stops it, once (participant_watch.cpp).
+class NameWatch {
+ public:
+  // Watches `name` on `wake`; true once confirmed (waiting for it, bounded
+  // as Wake::watch, unless `wait` is false).
+  bool start(Wake& wake, const std::string& name, bool wait, const std::atomic<bool>* give_up = nullptr);
+  // The name's node is now `wake`'s: the watch moves there if it was on
+  // another (unwatch there, watch here without waiting).
+  void follow(Wake& wake, const std::string& name);
+  // Grants to `name` are signalled to this process on `wake` now.
+  bool confirmed(Wake& wake, const std::string& name) const;
+  void stop(const std::string& name) noexcept;
+
+ private:
+  Wake* wake_ = nullptr;  // none: not watching
+};
 
 class Participant final : public SessionMember, public AsyncWaiter, public std::enable_shared_from_this<Participant> {
  public:
@@ -67,9 +89,10 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   std::optional<std::string> on_shutdown() override;
 
  private:
-  bool watch_within(Wake& wake, std::optional<SteadyTime> deadline);
+  bool signalled_per_name(const Wake& wake) const;
+  void watch_within(NameWatch& watch, std::optional<SteadyTime> deadline);
   std::string start_wait(std::optional<SteadyTime> deadline, bool queue);
-  bool drive(const std::string& member, bool watched);
+  bool drive(const std::string& member, NameWatch& watch);
   void ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step);
   AcquireArgs acquire_args(const std::string& member, const Step& step) const;
   void settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
@@ -99,7 +122,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void log_abandoned(const std::string& why) noexcept;
   void leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept;
   bool finish_granted(std::unique_lock<std::mutex>& lk);
-  WaitContext wait_context(bool watched) const;
+  WaitContext wait_context(NameWatch& watch) const;
   Released release_member(const ReleasePlan& plan) noexcept;
   void release_quietly(const std::string& member, bool queued_first) noexcept;
   void release_later(const std::string& member, bool queued_first, const std::exception& error) noexcept;
@@ -111,7 +134,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   struct AsyncWait {
     AcquireCallback done;
     std::uint64_t id;
-    bool watched;                        // keyspace mode: subscribed to the name's wake channel
+    NameWatch watch;                     // of the name's wake channel (keyspace, sharded)
     std::optional<SteadyTime> deadline;  // tracked (AsyncDriver): the wait's, or its cancel's
   };
   void send_ask(ScriptBatch& batch, const std::string& member, const Step& step, SteadyTime now);

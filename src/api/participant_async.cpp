@@ -23,8 +23,8 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
   if (!done) throw BadOption("done", "the callback must not be empty");
   client_->check_running();
   const std::string member = start_wait(deadline, queue);  // throws while held or waiting
-  const bool watched = queue && client_->mode() == Notify::keyspace;
-  if (watched) node().wake.watch(name_, false);  // the wait polls until it is confirmed
+  NameWatch watch;
+  if (queue && signalled_per_name(node().wake)) watch.start(node().wake, name_, false);  // polls until confirmed
   std::uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -34,7 +34,7 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
     const bool sync = client_->options().sync_replicas > 0;
     const std::optional<SteadyTime> tracked =
         deadline && sync ? std::optional<SteadyTime>(*deadline + retry::kSyncSlack) : deadline;
-    async_ = AsyncWait{std::move(done), id, watched, tracked};
+    async_ = AsyncWait{std::move(done), id, watch, tracked};
     // Under the lock: a cancel or an end now untracks what was tracked.
     if (tracked) client_->async().track_deadline(*tracked);
   }
@@ -42,7 +42,7 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
     std::unique_lock<std::mutex> lk(mu_);
     // Unless the async thread saw this wait after all (and so ends it):
     if (async_ && async_->id == id) {
-      if (async_->watched) node().wake.unwatch(name_);
+      async_->watch.stop(name_);
       end_async(lk);
       fail_wait(lk, member);
       throw Error("fairlock: the client is shut down");
@@ -71,15 +71,14 @@ std::optional<SteadyTime> Participant::advance(SteadyTime /*round_start*/, Scrip
   if (!async_) return std::nullopt;  // ended already
   const std::string member = claim_.member();
   try {
-    const bool watched = async_->watched && node().wake.watching(name_);
-    Step step = claim_.next(now, wait_context(watched));
+    Step step = claim_.next(now, wait_context(async_->watch));
     if (overdue(step, now)) {
       // Past the deadline and the grace a call would get (this thread was
       // busy): it times out now, without a call; a queued one leaves in
       // the background (one never asked has nothing to leave).
       if (step.kind == Step::Kind::give_up) leave_later(member);
       claim_.on_gave_up(CancelResult{}, now);
-      step = claim_.next(now, wait_context(watched));
+      step = claim_.next(now, wait_context(async_->watch));
     }
     switch (step.kind) {
       case Step::Kind::ask: send_ask(batch, member, step, now); break;
@@ -278,7 +277,7 @@ Participant::AsyncWait Participant::end_async(std::unique_lock<std::mutex>& /*lo
 }
 
 void Participant::deliver(AsyncWait wait, const AcquireResult& result) {
-  if (wait.watched) node().wake.unwatch(name_);
+  wait.watch.stop(name_);
   client_->async().deliver([done = std::move(wait.done), result] { done(result); });
 }
 

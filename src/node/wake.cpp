@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 
 #include "base/retry_policy.h"
 #include "fairlock/errors.h"
@@ -43,7 +44,11 @@ Wake::Wake(Server& server, WakeConfig config, WakeSink& sink, Counters& counters
       sink_(sink),
       counters_(counters),
       log_(log),
-      wake_channel_(wake_channel(config_.key_prefix, config_.client_id)) {}
+      wake_channel_(wake_channel(config_.key_prefix, config_.client_id)) {
+  // An internal test hook, undocumented: sharded mode on a standalone
+  // server (tests/test_wake.cpp), where no router sets it.
+  if (config_.mode == Notify::publish && std::getenv("FAIRLOCK_TEST_SHARDED_WAKE") != nullptr) config_.sharded = true;
+}
 
 Wake::~Wake() {
   stop();
@@ -125,6 +130,7 @@ void Wake::poke() {
 }
 
 std::string Wake::channel_of(const std::string& name) const {
+  if (config_.sharded) return shard_channel(config_.key_prefix, name, config_.client_id);
   return keyspace_channel(server_.endpoint().db, config_.key_prefix, name, config_.client_id);
 }
 
@@ -134,12 +140,14 @@ bool Wake::watch(const std::string& name, bool wait, const std::atomic<bool>* gi
   std::string channel = channel_of(name);
   channel_name_[channel] = name;
   if (!confirmed_.count(channel)) {
+    refused_.erase(channel);  // one more try per wait (the slot may be back)
     poke();
     if (!wait) return false;
     const auto limit = CallDeadline::bound(config_.confirm_timeout);  // a timed wait's deadline comes first
     const auto given_up = [give_up] { return give_up != nullptr && give_up->load(); };
-    if (!cv_.wait_for(lk, limit, [&] { return confirmed_.count(channel) > 0 || stopping_.load() || given_up(); })) {
-      log_.warn("fairlock: keyspace subscription for {} not confirmed; this wait polls", name);
+    const auto ended = [&] { return confirmed_.count(channel) > 0 || refused_.count(channel) > 0 || stopping_.load(); };
+    if (!cv_.wait_for(lk, limit, [&] { return ended() || given_up(); })) {
+      log_.warn("fairlock: wake subscription for {} not confirmed; this wait polls", name);
     }
   }
   return confirmed_.count(channel) > 0;
@@ -174,6 +182,7 @@ void Wake::unwatch(const std::string& name) {
       ++w;
       continue;
     }
+    refused_.erase(channel_of(w->first));
     channel_name_.erase(channel_of(w->first));
     w = watched_.erase(w);
   }
@@ -186,6 +195,7 @@ void Wake::unsubscribed() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     confirmed_.clear();
+    refused_.clear();  // the next session asks again (after a failover, maybe of the new owner)
   }
   sink_.recheck(nullptr);  // waiters switch to position-aware polling
 }
@@ -222,35 +232,55 @@ void Wake::loop() {
   signals_ok_.store(false);
 }
 
-// Subscribes to what is wanted now and drops what is not.
-void Wake::sync(Connection& c, std::set<std::string>& sent) {
+// The channels to be subscribed now; forgets the confirmation of any other.
+std::set<std::string> Wake::wanted() {
   std::set<std::string> want;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (config_.mode == Notify::publish) want.insert(wake_channel_);
-    for (const auto& [channel, name] : channel_name_) want.insert(channel);
-    for (auto it = confirmed_.begin(); it != confirmed_.end();) {
-      it = want.count(*it) ? std::next(it) : confirmed_.erase(it);
-    }
+  std::lock_guard<std::mutex> lk(mu_);
+  if (config_.mode == Notify::publish && !config_.sharded) want.insert(wake_channel_);
+  for (const auto& [channel, name] : channel_name_) {
+    if (!refused_.count(channel)) want.insert(channel);
   }
+  for (auto it = confirmed_.begin(); it != confirmed_.end();) {
+    it = want.count(*it) ? std::next(it) : confirmed_.erase(it);
+  }
+  return want;
+}
+
+// Subscribes to what is wanted now and drops what is not.
+void Wake::sync(Connection& c) {
+  const std::set<std::string> want = wanted();
   for (const auto& ch : want) {
-    if (sent.insert(ch).second) c.append({"SUBSCRIBE", ch});
+    if (sent_.insert(ch).second) send(c, ch, true);
   }
-  for (auto it = sent.begin(); it != sent.end();) {
+  for (auto it = sent_.begin(); it != sent_.end();) {
     if (want.count(*it)) {
       ++it;
     } else {
-      c.append({"UNSUBSCRIBE", *it});
-      it = sent.erase(it);
+      send(c, *it, false);
+      it = sent_.erase(it);
     }
   }
   c.flush();
 }
 
+// Queues a (un)subscription; a sharded one's reply is then due (pending_).
+void Wake::send(Connection& c, const std::string& channel, bool subscribe) {
+  if (!config_.sharded) return c.append({subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE", channel});
+  c.append({subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE", channel});
+  pending_.emplace_back(subscribe, channel);
+}
+
 void Wake::session(Connection& c) {
-  std::set<std::string> sent;
-  sync(c, sent);
-  if (config_.mode == Notify::keyspace && !signals_ok_.exchange(true)) sink_.recheck(nullptr);
+  sent_.clear();
+  pending_.clear();
+  sync(c);
+  if (per_name() && !signals_ok_.exchange(true)) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      cv_.notify_all();  // start() waits for it (sharded mode)
+    }
+    sink_.recheck(nullptr);
+  }
   pollfd fds[2] = {{c.fd(), POLLIN, 0}, {event_fd_, POLLIN, 0}};
   while (!stopping_.load()) {
     fds[0].revents = fds[1].revents = 0;
@@ -265,7 +295,7 @@ void Wake::session(Connection& c) {
       (void)got;
       if (stopping_.load()) return;
       if (reconnect_.exchange(false)) throw MasterChanged();
-      sync(c, sent);
+      sync(c);
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       for (auto& r : c.read_available()) dispatch(*r);
@@ -286,6 +316,7 @@ void Wake::confirmed(const std::string& channel) {
 }
 
 void Wake::dispatch(const redisReply& r) {
+  if (config_.sharded) return dispatch_sharded(r);
   if (!is_array(r) || reply_size(r) < 3) return;
   std::string_view kind = reply_string(reply_at(r, 0));
   std::string channel(reply_string(reply_at(r, 1)));
@@ -304,6 +335,53 @@ void Wake::dispatch(const redisReply& r) {
     if (it == channel_name_.end()) return;
     name = it->second;
   }
+  sink_.recheck(&name);
+}
+
+// Sharded mode. The replies to SSUBSCRIBE and SUNSUBSCRIBE come in the
+// order sent (pending_), among pushed messages. An error in place of an
+// ssubscribe (MOVED: the slot is elsewhere now), or a sunsubscribe nobody
+// asked for (the slot moved away: Redis unsubscribes its channels), means
+// this node no longer signals that name (refused).
+void Wake::dispatch_sharded(const redisReply& r) {
+  if (is_error(r)) {
+    if (pending_.empty()) return;
+    auto [subscribe, channel] = std::move(pending_.front());
+    pending_.pop_front();
+    if (subscribe) refused(channel, reply_error(r));
+    return;
+  }
+  if (!is_array(r) || reply_size(r) < 3) return;
+  std::string_view kind = reply_string(reply_at(r, 0));
+  std::string channel(reply_string(reply_at(r, 1)));
+  if (kind == "smessage") {
+    if (auto m = parse_wake_message(reply_string(reply_at(r, 2)))) sink_.granted(m->member, m->fence);
+    return;
+  }
+  const bool subscribe = kind == "ssubscribe";
+  if (!subscribe && kind != "sunsubscribe") return;
+  const bool answer = !pending_.empty() && pending_.front() == std::pair{subscribe, channel};
+  if (answer) pending_.pop_front();
+  if (subscribe) return confirmed(channel);
+  if (!answer) refused(channel, "unsubscribed by the server");
+}
+
+// This node will not signal `channel` (sharded): its name's waiters poll,
+// and are told to ask now; the channel is not asked for again here but by
+// a new watch() (no storm of SSUBSCRIBEs answered MOVED).
+void Wake::refused(const std::string& channel, std::string_view why) {
+  sent_.erase(channel);
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    confirmed_.erase(channel);
+    auto it = channel_name_.find(channel);
+    if (it == channel_name_.end()) return;
+    refused_.insert(channel);
+    name = it->second;
+    cv_.notify_all();  // a watch() waiting for it stops waiting
+  }
+  log_.info("fairlock: wake subscription for {} ended on this server ({}); its waiters poll", name, why);
   sink_.recheck(&name);
 }
 

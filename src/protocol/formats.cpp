@@ -32,8 +32,8 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-std::string new_member(Notify mode, std::string_view client_id, std::chrono::milliseconds lease) {
-  char letter = mode == Notify::publish ? 'p' : mode == Notify::keyspace ? 'k' : 'n';
+std::string new_member(Notify mode, std::string_view client_id, std::chrono::milliseconds lease, bool sharded) {
+  char letter = mode == Notify::publish ? (sharded ? 's' : 'p') : mode == Notify::keyspace ? 'k' : 'n';
   std::string m(1, letter);
   m.append(client_id).append(":").append(random_hex(kTokenBytes)).append(":").append(std::to_string(lease.count()));
   return m;
@@ -43,9 +43,12 @@ std::string wake_channel(std::string_view prefix, std::string_view client_id) {
   return std::string(prefix).append(":wake:").append(client_id);
 }
 
+std::string shard_channel(std::string_view prefix, std::string_view name, std::string_view client_id) {
+  return std::string(prefix).append(":{").append(name).append("}:wake:").append(client_id);
+}
+
 std::string keyspace_channel(int db, std::string_view prefix, std::string_view name, std::string_view client_id) {
-  return "__keyspace@" + std::to_string(db) + "__:" + std::string(prefix) + ":{" + std::string(name) +
-         "}:wake:" + std::string(client_id);
+  return "__keyspace@" + std::to_string(db) + "__:" + shard_channel(prefix, name, client_id);
 }
 
 std::optional<WakeMessage> parse_wake_message(std::string_view payload) {
