@@ -208,6 +208,157 @@ TEST(Cluster, ListInspectAndEvictReachEveryMaster) {
   }
 }
 
+// ---------------------------------------------------------------- the sharded wake
+
+RedisServer& master_of_name(RedisCluster& c, const std::string& name) {
+  return c.node(c.master_of_slot(slot_of_name(c, name)));
+}
+
+std::string shard_channel(const std::string& name, const std::string& cid) {
+  return "fairlock:{" + name + "}:wake:" + cid;
+}
+
+bool subscribed_on(RedisServer& master, const std::string& channel) {
+  return master.cmd({"PUBSUB", "SHARDNUMSUB", channel}) == channel + "\n1";
+}
+
+// For tests that count how a waiter was woken (test_util.h's
+// opts_with_slow_heartbeat): heartbeat rounds and timer re-asks seconds apart.
+Options slow_heartbeat_on(const RedisCluster& c) {
+  Options o = on(c);
+  o.liveness_ttl = 30s;
+  return o;
+}
+
+// A grant is signalled by SPUBLISH on the name's shard channel, which the
+// waiter's process subscribed on the name's master alone; nothing crosses
+// the cluster bus: no process-wide channel is subscribed anywhere.
+TEST(Cluster, AGrantComesBySpublishOnTheNamesShardChannel) {
+  RedisCluster& cluster = steady_cluster();
+  Client holder(slow_heartbeat_on(cluster)), client(slow_heartbeat_on(cluster));
+  const std::string name = unique_name("cluster-sharded");
+  RedisServer& master = master_of_name(cluster, name);
+  FairLock a(holder, name), b(client, name);
+  a.lock();
+  std::thread t([&] { b.lock(); });
+  ASSERT_TRUE(eventually([&] { return zcard(master, name, "q") == 1; }));
+  EXPECT_EQ(master.cmd({"ZRANGE", key(name, "q"), "0", "0"}).substr(0, 1 + client.id().size()), "s" + client.id());
+  ASSERT_TRUE(eventually([&] { return subscribed_on(master, shard_channel(name, client.id())); }));
+  for (int m = 0; m < 3; ++m) {
+    const std::string process_channel = "fairlock:wake:" + client.id();
+    EXPECT_EQ(cluster.node(m).cmd({"PUBSUB", "NUMSUB", process_channel}), process_channel + "\n0") << "master " << m;
+  }
+  const auto released = std::chrono::steady_clock::now();
+  a.unlock();
+  t.join();
+  EXPECT_LT(since(released), 1500ms);  // the slow heartbeat and the waiter's timer are seconds away
+  EXPECT_EQ(client.stats().wakes_signal, 1u);
+  EXPECT_EQ(client.stats().wakes_timer, 0u);
+  b.unlock();
+}
+
+TEST(Cluster, AnAsyncWaitIsWokenBySpublish) {
+  RedisCluster& cluster = steady_cluster();
+  Client holder(slow_heartbeat_on(cluster)), client(slow_heartbeat_on(cluster));
+  const std::string name = unique_name("cluster-sharded-async");
+  RedisServer& master = master_of_name(cluster, name);
+  FairLock a(holder, name), b(client, name);
+  a.lock();
+  std::promise<AcquireResult> got;
+  b.lock_async([&](const AcquireResult& r) { got.set_value(r); });
+  ASSERT_TRUE(eventually([&] { return zcard(master, name, "q") == 1; }));
+  // The async wait subscribes without waiting: once confirmed, it sleeps on signals.
+  ASSERT_TRUE(eventually([&] { return subscribed_on(master, shard_channel(name, client.id())); }));
+  const auto timer_before = client.stats().wakes_timer;
+  const auto released = std::chrono::steady_clock::now();
+  a.unlock();
+  auto result = got.get_future();
+  ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(result.get().granted());
+  EXPECT_LT(since(released), 1500ms);
+  EXPECT_EQ(client.stats().wakes_signal, 1u);
+  EXPECT_LE(client.stats().wakes_timer - timer_before, 1u);  // one poll may be under way as it confirms
+  b.unlock();
+}
+
+// SSUBSCRIBEs a node refused (ACL), from INFO commandstats.
+long long refused_ssubscribes(const RedisServer& s) {
+  const std::string info = s.cmd({"INFO", "commandstats"});
+  const auto at = info.find("cmdstat_ssubscribe:");
+  if (at == std::string::npos) return 0;
+  return std::stoll(info.substr(info.find("rejected_calls=", at) + 15));
+}
+
+// The name's master refuses its shard channel (an ACL user without
+// channels, on every node: as a node that gave the slot away answers
+// MOVED): the wait polls and is granted all the same, and the channel is
+// asked for once per wait, not again and again.
+TEST(Cluster, ARefusedShardChannelFallsBackToPollingAndIsGranted) {
+  RedisCluster& cluster = steady_cluster();
+  for (int i = 0; i < cluster.size(); ++i) {  // (ACLs are each node's own)
+    cluster.node(i).cmd({"ACL", "SETUSER", "nochannels", "on", ">pw", "~*", "+@all", "resetchannels"});
+  }
+  Client holder(slow_heartbeat_on(cluster));
+  Options o = slow_heartbeat_on(cluster);
+  o.url = "redis-cluster://nochannels:pw@" + cluster.seeds();
+  Client client(o);
+  const std::string name = unique_name("cluster-refused");
+  RedisServer& master = master_of_name(cluster, name);
+  const long long refused_before = refused_ssubscribes(master);
+  FairLock a(holder, name), b(client, name);
+  a.lock();
+  std::thread t([&] { b.lock(); });
+  ASSERT_TRUE(eventually([&] { return zcard(master, name, "q") == 1; }));
+  const auto released = std::chrono::steady_clock::now();
+  a.unlock();
+  t.join();
+  EXPECT_LT(since(released), 1500ms);  // polled at the head: 10 ms, not a heartbeat period
+  b.unlock();
+  EXPECT_EQ(client.stats().wakes_signal, 0u);
+  EXPECT_GE(client.stats().wakes_timer, 1u);
+  std::this_thread::sleep_for(300ms);  // a storm would show by now
+  EXPECT_EQ(refused_ssubscribes(master) - refused_before, 1);
+}
+
+// ---------------------------------------------------------------- sync_replicas, per shard
+
+// With sync_replicas 1 every grant waits for the replica of its own
+// master (WAIT on the node that granted it; no PUBLISH, which on a cluster
+// would cross the bus to every node and never reach the replication
+// stream), a handoff included; with that replica stopped, a try on one of
+// its master's names fails with NotReplicatedError and leaves it free,
+// while the other masters' names are granted.
+TEST(Cluster, SyncReplicasWaitsForTheReplicaOfTheGrantingMaster) {
+  RedisCluster cluster;
+  Options o = on(cluster);
+  o.sync_replicas = 1;
+  Client c(o), other(o);
+  std::vector<long long> publishes;
+  for (int m = 0; m < 3; ++m) publishes.push_back(command_calls(cluster.node(m), "publish"));
+  for (int m = 0; m < 3; ++m) {
+    const std::string name = name_on(cluster, m, "cluster-sync");
+    const long long waits = command_calls(cluster.node(m), "wait");
+    FairLock a(c, name), b(other, name);
+    a.lock();
+    auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(20s); });
+    ASSERT_TRUE(eventually([&] { return zcard(cluster.node(m), name, "q") == 1; }, 20000ms));
+    a.unlock();
+    ASSERT_TRUE(b_done.get()) << "master " << m;
+    b.unlock();
+    EXPECT_GE(command_calls(cluster.node(m), "wait") - waits, 2) << "master " << m;
+  }
+  for (int m = 0; m < 3; ++m) EXPECT_EQ(command_calls(cluster.node(m), "publish"), publishes[m]) << "master " << m;
+  const std::string stalled = name_on(cluster, 0, "cluster-sync-stalled");
+  cluster.node(cluster.replicas_of_slot(slot_of_name(cluster, stalled)).front()).pause();
+  FairLock l(c, stalled);
+  EXPECT_THROW(l.try_lock(), NotReplicatedError);
+  EXPECT_FALSE(l.owns_lock());
+  FairLock elsewhere(c, name_on(cluster, 1, "cluster-sync-free"));
+  EXPECT_TRUE(elsewhere.try_lock());
+  elsewhere.unlock();
+  cluster.node(cluster.replicas_of_slot(slot_of_name(cluster, stalled)).front()).resume();
+}
+
 TEST(Cluster, KeyspaceModeIsRefused) {
   Options o = on(steady_cluster());
   o.notify = Notify::keyspace;

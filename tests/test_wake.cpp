@@ -1,10 +1,9 @@
-// The sharded wake (protocol version 8's member mode 's', for Redis
-// Cluster), on a standalone server, which has shard channels too: grants
-// come by SPUBLISH on the name's shard channel, subscribed per name with
-// SSUBSCRIBE, and a name whose subscription the server refuses falls back
-// to polling. Until a router sets WakeConfig::sharded (cluster URLs), the
-// clients here turn it on through an internal test hook, the environment
-// variable FAIRLOCK_TEST_SHARDED_WAKE, read by detail::Wake.
+// The sharded wake's subscriber (detail::Wake with WakeConfig::sharded, as
+// the cluster router makes it), on standalone servers, which have shard
+// channels too: a message on a watched shard channel is a grant, a refused
+// channel is asked for again only by a new watch, and a wait's watch
+// follows its name to another node. The whole path through a client, on a
+// real cluster: tests/test_cluster.cpp.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
@@ -30,14 +29,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-// Sharded mode for the clients and Wakes made while it lives.
-struct ShardedWake {
-  ShardedWake() { ::setenv("FAIRLOCK_TEST_SHARDED_WAKE", "1", 1); }
-  ~ShardedWake() { ::unsetenv("FAIRLOCK_TEST_SHARDED_WAKE"); }
-  ShardedWake(const ShardedWake&) = delete;
-  ShardedWake& operator=(const ShardedWake&) = delete;
-};
 
 std::string shard_channel(const std::string& name, const std::string& cid) {
   return "fairlock:{" + name + "}:wake:" + cid;
@@ -65,96 +56,6 @@ struct ChannelsDenied {
   std::string url() const { return "redis://nochannels:pw@127.0.0.1:" + std::to_string(server.port()); }
   const RedisServer& server;
 };
-
-// A waiter of `client` on `name` (b) queues behind a holder of `holder`;
-// the holder releases. Returns how long the grant took after the release.
-milliseconds handoff(Client& holder, Client& client, const std::string& name) {
-  FairLock a(holder, name), b(client, name);
-  a.lock();
-  std::thread t([&] { b.lock(); });
-  EXPECT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
-  const auto released = steady_clock::now();
-  a.unlock();
-  t.join();
-  const auto took = since(released);
-  b.unlock();
-  return took;
-}
-
-TEST(Wake, AShardedGrantComesBySpublishOnTheNamesShardChannel) {
-  Client holder(opts_with_slow_heartbeat(server()));
-  const ShardedWake sharded;
-  Client client(opts_with_slow_heartbeat(server()));
-  ASSERT_EQ(client.notify_mode(), Notify::publish);
-  const std::string name = unique_name("sharded");
-  FairLock a(holder, name), b(client, name);
-  a.lock();
-  std::thread t([&] { b.lock(); });
-  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
-  const std::string queued = server().cmd({"ZRANGE", key(name, "q"), "0", "0"});
-  EXPECT_EQ(queued.substr(0, 1 + client.id().size()), "s" + client.id());  // member mode 's'
-  // Subscribed per name, on its shard channel; no process-wide channel.
-  EXPECT_TRUE(eventually([&] {
-    return server().cmd({"PUBSUB", "SHARDNUMSUB", shard_channel(name, client.id())}) ==
-           shard_channel(name, client.id()) + "\n1";
-  }));
-  EXPECT_EQ(server().cmd({"PUBSUB", "NUMSUB", "fairlock:wake:" + client.id()}), "fairlock:wake:" + client.id() + "\n0");
-  const auto released = steady_clock::now();
-  a.unlock();
-  t.join();
-  // Woken by the signal: the slow heartbeat's rounds and the waiter's
-  // timer (its liveness, signals being trusted) are seconds away.
-  EXPECT_LT(since(released), milliseconds(1500));
-  EXPECT_EQ(client.stats().wakes_signal, 1u);
-  EXPECT_EQ(client.stats().wakes_timer, 0u);
-  b.unlock();
-}
-
-TEST(Wake, AShardedAsyncWaitIsWokenBySpublish) {
-  Client holder(opts_with_slow_heartbeat(server()));
-  const ShardedWake sharded;
-  Client client(opts_with_slow_heartbeat(server()));
-  const std::string name = unique_name("sharded-async");
-  FairLock a(holder, name), b(client, name);
-  a.lock();
-  std::promise<AcquireResult> got;
-  b.lock_async([&](const AcquireResult& r) { got.set_value(r); });
-  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
-  // The async wait subscribes without waiting: once confirmed, it sleeps on signals.
-  ASSERT_TRUE(eventually([&] {
-    return server().cmd({"PUBSUB", "SHARDNUMSUB", shard_channel(name, client.id())}) ==
-           shard_channel(name, client.id()) + "\n1";
-  }));
-  const auto timer_before = client.stats().wakes_timer;
-  const auto released = steady_clock::now();
-  a.unlock();
-  auto result = got.get_future();
-  ASSERT_EQ(result.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-  EXPECT_TRUE(result.get().granted());
-  EXPECT_LT(since(released), milliseconds(1500));
-  EXPECT_EQ(client.stats().wakes_signal, 1u);
-  EXPECT_LE(client.stats().wakes_timer - timer_before, 1u);  // one poll may be under way as it confirms
-  b.unlock();
-}
-
-// The server refuses the name's shard channel (as a node that gave its
-// slot away answers MOVED): the wait polls, and is granted all the same;
-// the channel is asked for once per wait, not again and again.
-TEST(Wake, ARefusedShardChannelFallsBackToPollingAndIsGranted) {
-  const ChannelsDenied denied(server());
-  Client holder(opts_with_slow_heartbeat(server()));
-  const ShardedWake sharded;
-  Options o = opts_with_slow_heartbeat(server());
-  o.url = denied.url();
-  Client client(o);
-  const long long refused_before = refused_ssubscribes(server());
-  const milliseconds took = handoff(holder, client, unique_name("refused"));
-  EXPECT_LT(took, milliseconds(1500));  // polled at the head: 10 ms, not a heartbeat period
-  EXPECT_EQ(client.stats().wakes_signal, 0u);
-  EXPECT_GE(client.stats().wakes_timer, 1u);
-  std::this_thread::sleep_for(milliseconds(300));  // a storm would show by now
-  EXPECT_EQ(refused_ssubscribes(server()) - refused_before, 1);
-}
 
 struct Sink : detail::WakeSink {
   void granted(const std::string& member, std::uint64_t fence) override {

@@ -35,10 +35,12 @@ Claim::Failure claim_failure(CallFailure f, bool reached) {
   return Claim::Failure::refused;
 }
 
-// What a grant needs before it is the caller's (Options::sync_replicas).
-SyncWait sync_of(const Options& o) {
+// What a grant needs before it is the caller's (Options::sync_replicas):
+// the PUBLISH of the tail only where it replicates (node/sync_wait.h).
+SyncWait sync_of(const Options& o, const Router& router) {
   if (o.sync_replicas == 0) return SyncWait{};
-  return SyncWait{o.sync_replicas, o.sync_timeout, wake_channel(o.key_prefix, "sync")};
+  return SyncWait{o.sync_replicas, o.sync_timeout,
+                  router.publish_replicates() ? wake_channel(o.key_prefix, "sync") : std::string()};
 }
 
 }  // namespace
@@ -50,7 +52,7 @@ Participant::Participant(std::shared_ptr<ClientImpl> client, std::string name, s
       opts_(std::move(opts)),
       keys_(client_->options().key_prefix, name_),
       claim_(ClaimConfig{permits_, opts_.lease, client_->options().liveness_ttl, opts_.auto_renew,
-                         sync_of(client_->options())},
+                         sync_of(client_->options(), client_->router())},
              client_->counters()) {
   if (permits_ < 1) throw BadOption("permits", "must be at least 1");
   if (permits_ > limits::kMaxPermits) throw BadOption("permits", "at most 1000000");

@@ -38,6 +38,7 @@ class ClusterRouter final : public Router, private Redirects {
   ~ClusterRouter() override;
   Node& for_key(std::string_view key) override;
   void for_each(const std::function<void(Node&)>& f) override;
+  bool publish_replicates() const override { return false; }
   Notify start() override;
   void stop() noexcept override;
 

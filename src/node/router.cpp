@@ -72,9 +72,11 @@ std::unique_ptr<Router> cluster_router(const Options& o, const std::string& clie
   if (o.notify == Notify::keyspace) {
     throw BadOption("Options::notify", "keyspace mode does not work on Redis Cluster: use publish (or poll)");
   }
+  WakeConfig sharded = wake;
+  sharded.sharded = o.notify == Notify::publish;  // SPUBLISH: never over the cluster bus
   ClusterConfig cluster{std::move(a.cluster_seeds), tls_context_for(o.tls, a.node, log), o.connect_timeout,
                         o.command_timeout};
-  return std::make_unique<ClusterRouter>(std::move(cluster), server_config(o, client_id), wake, sink, counters, log);
+  return std::make_unique<ClusterRouter>(std::move(cluster), server_config(o, client_id), sharded, sink, counters, log);
 }
 
 }  // namespace

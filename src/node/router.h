@@ -37,6 +37,8 @@ class Router {
   virtual Node& for_key(std::string_view key) = 0;
   Node& for_keys(const Keys& keys) { return for_key(keys.q); }
   virtual void for_each(const std::function<void(Node&)>& f) = 0;
+  // A PUBLISH enters the replication stream (not on a cluster: the bus).
+  virtual bool publish_replicates() const { return true; }
 
   // Opens a connection to every node (which checks the server: throws
   // what Server::open throws), then starts every node's subscriber; returns

@@ -53,7 +53,7 @@ void ScriptBatch::run_chunk(Server& server, std::vector<Pending>& pending, std::
   int acks = -1;
   std::exception_ptr sync_error = error;
   try {
-    if (tail && !error) acks = SyncTail::acks(replies);
+    if (tail && !error) acks = tail->acks(replies);
   } catch (...) {
     sync_error = std::current_exception();
   }

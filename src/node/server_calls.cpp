@@ -27,7 +27,7 @@ Synced<T> run_synced(Server& server, const ScriptCall& call, const SyncWait& syn
   std::vector<ScriptCall> calls{call};
   std::vector<ReplyPtr> replies = server.run_batch(calls, Lane::commands, tail.commands());
   T reply = parse(*replies.front());
-  return Synced<T>{std::move(reply), SyncTail::acks(replies)};
+  return Synced<T>{std::move(reply), tail.acks(replies)};
 }
 
 }  // namespace
@@ -64,7 +64,7 @@ std::vector<BeatReply> heartbeat(Server& server, milliseconds liveness, const st
   if (sync.replicas > 0) tail.emplace(sync);
   std::vector<ReplyPtr> replies =
       server.run_batch(calls, Lane::heartbeat, tail ? tail->commands() : std::vector<Argv>{});
-  const int acks = tail ? SyncTail::acks(replies) : -1;
+  const int acks = tail ? tail->acks(replies) : -1;
   std::vector<BeatReply> out;
   out.reserve(names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {

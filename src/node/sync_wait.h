@@ -8,7 +8,12 @@
 // the PUBLISH always propagates (standalone and Sentinel) and reaches no
 // subscriber (no client id is "sync"), and the WAIT after it counts every
 // write the server made before it, on any connection: the pipeline's own
-// scripts, or a grant a release script wrote elsewhere (a handoff).
+// scripts, or a grant a release script wrote elsewhere (a handoff). On a
+// cluster neither PUBLISH nor SPUBLISH enters the replication stream (they
+// travel by the cluster bus, PUBLISH to every node): the channel is empty
+// there and the tail is the WAIT alone, which counts the connection's own
+// last write (a grantee's confirmation renews its grant: a write, after the
+// handoff it confirms, but within the millisecond of the handoff).
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -22,7 +27,7 @@ namespace fairlock::detail {
 struct SyncWait {
   int replicas = 0;                      // 0: nothing asked (no tail)
   std::chrono::milliseconds timeout{0};  // the WAIT's, > 0 when replicas > 0
-  std::string channel;                   // the PUBLISH's: wake_channel(prefix, "sync")
+  std::string channel;                   // the PUBLISH's: wake_channel(prefix, "sync"); none on a cluster
 };
 
 // One WAIT for calls that ask for `a` and `b`: the most replicas, within
@@ -45,8 +50,7 @@ class SyncTail {
   // The replicas that acknowledged, from the replies of a pipeline that ended
   // with commands(); an error reply (e.g. NOPERM: the user may not WAIT) is
   // thrown typed.
-  static int acks(const std::vector<ReplyPtr>& replies);
-  static constexpr std::size_t kSize = 2;
+  int acks(const std::vector<ReplyPtr>& replies) const;
 
  private:
   std::string channel_, replicas_, timeout_;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 
 #include "base/retry_policy.h"
 #include "fairlock/errors.h"
@@ -44,11 +43,7 @@ Wake::Wake(Server& server, WakeConfig config, WakeSink& sink, Counters& counters
       sink_(sink),
       counters_(counters),
       log_(log),
-      wake_channel_(wake_channel(config_.key_prefix, config_.client_id)) {
-  // An internal test hook, undocumented: sharded mode on a standalone
-  // server (tests/test_wake.cpp), where no router sets it.
-  if (config_.mode == Notify::publish && std::getenv("FAIRLOCK_TEST_SHARDED_WAKE") != nullptr) config_.sharded = true;
-}
+      wake_channel_(wake_channel(config_.key_prefix, config_.client_id)) {}
 
 Wake::~Wake() {
   stop();
