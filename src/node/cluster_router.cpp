@@ -74,15 +74,35 @@ Notify ClusterRouter::start() {
     for (const auto& n : nodes_) known.push_back(n.get());
   }
   const Notify mode = start_nodes(known);
-  follower_.start([this] {
-    std::unique_lock<std::mutex> lk(mu_);
-    while (!stop_cv_.wait_for(lk, kRefreshEvery, [this] { return stopping_; })) {
-      lk.unlock();
-      refresh();
-      lk.lock();
-    }
-  });
+  follower_.start([this] { follow(); });
   return mode;
+}
+
+// Reads the map every kRefreshEvery, or soon after a server was
+// unreachable, but not within kRefreshGap of the last try (nor of the last
+// read: a -MOVED's), so a cluster that is down is not asked in a loop.
+void ClusterRouter::follow() {
+  std::unique_lock<std::mutex> lk(mu_);
+  auto tried = std::chrono::steady_clock::now();
+  for (;;) {
+    stop_cv_.wait_for(lk, kRefreshEvery, [this] { return stopping_ || refresh_soon_; });
+    const auto not_before = std::max(tried, refreshed_at_) + kRefreshGap;
+    if (stop_cv_.wait_until(lk, not_before, [this] { return stopping_; })) return;
+    refresh_soon_ = false;
+    tried = std::chrono::steady_clock::now();
+    lk.unlock();
+    refresh();
+    lk.lock();
+  }
+}
+
+void ClusterRouter::unreachable(const Server&) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (refresh_soon_) return;
+    refresh_soon_ = true;
+  }
+  stop_cv_.notify_all();
 }
 
 void ClusterRouter::stop() noexcept {

@@ -1,8 +1,9 @@
 #pragma once
 // The router of a Redis Cluster: one Node per server met (a seed, or a
 // master of the slot map), the name's slot to the master serving it. The
-// map comes from CLUSTER SLOTS: at start, every second, and at once when a
-// -MOVED says a slot moved (not more than every kRefreshGap then).
+// map comes from CLUSTER SLOTS: at start, every second, at once when a
+// -MOVED says a slot moved, and soon after a call found its server
+// unreachable (each at most every kRefreshGap).
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -46,6 +47,8 @@ class ClusterRouter final : public Router, private Redirects {
   Server& moved(const Redirect& to, const Server& from) override;
   Server& asked(const Redirect& to, const Server& from) override;
   bool serves(const Server& server, std::uint16_t slot) override;
+  void unreachable(const Server& server) override;
+  void follow();
   // The node at host:port (made, and started if the router is, when new).
   Node& node_at(const std::string& host, int port);
   // Asks the masters known, then the seeds, for the slot map: true once one
@@ -67,6 +70,7 @@ class ClusterRouter final : public Router, private Redirects {
   std::condition_variable stop_cv_;
   bool started_ = false;                                  // guarded by mu_
   bool stopping_ = false;                                 // guarded by mu_
+  bool refresh_soon_ = false;                             // a server was unreachable (guarded by mu_)
   std::chrono::steady_clock::time_point refreshed_at_{};  // guarded by mu_
   std::vector<std::unique_ptr<Node>> nodes_;              // never shrinks (guarded by mu_)
   std::map<std::string, Node*> by_address_;               // "host:port" (guarded by mu_)

@@ -31,6 +31,9 @@ class Redirects {
   // -ASK: the slot is being imported by `to`; the server there, for one
   // call after ASKING (the slot's owner does not change).
   virtual Server& asked(const Redirect& to, const Server& from) = 0;
+  // A call to `server` found it unreachable (or cut off): it may have
+  // failed over; the map is read again soon.
+  virtual void unreachable(const Server& server) = 0;
   // `server` is the master of `slot` now, as far as the map knows.
   virtual bool serves(const Server& server, std::uint16_t slot) = 0;
 };

@@ -77,8 +77,14 @@ bool Server::registers_here() { return redirects_ == nullptr || redirects_->serv
 
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane,
                                         const std::vector<Argv>& tail) {
-  std::vector<ReplyPtr> replies = run_here(calls, lane, tail, false);
-  if (redirects_ == nullptr) return replies;
+  if (redirects_ == nullptr) return run_here(calls, lane, tail, false);
+  std::vector<ReplyPtr> replies;
+  try {
+    replies = run_here(calls, lane, tail, false);
+  } catch (const ConnectionError&) {
+    redirects_->unreachable(*this);
+    throw;
+  }
   return follow(calls, lane, tail, std::move(replies), kMaxRedirects);
 }
 
