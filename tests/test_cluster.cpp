@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -206,6 +207,39 @@ TEST(Cluster, ListInspectAndEvictReachEveryMaster) {
     EXPECT_EQ(c.evict(names[i], state.holders.front().token), Evicted::holder) << names[i];
     EXPECT_EQ(held[i]->release(), Released::lost) << names[i];
   }
+}
+
+// Four held names on each master: each heartbeat round is one pipelined
+// round trip per master (Stats::heartbeats counts round trips) carrying
+// that master's four names, never a round trip per name.
+TEST(Cluster, TheHeartbeatIsOneRoundTripPerMasterPerRound) {
+  RedisCluster& cluster = steady_cluster();
+  Options o = on(cluster);
+  o.liveness_ttl = 900ms;  // a round every 300 ms
+  Client c(o);
+  std::vector<std::unique_ptr<FairLock>> held;
+  for (int m = 0; m < 3; ++m) {
+    for (int i = 0; i < 4; ++i) {
+      held.push_back(std::make_unique<FairLock>(c, name_on(cluster, m, "cluster-beat")));
+      held.back()->lock();
+    }
+  }
+  const auto trips0 = static_cast<long long>(c.stats().heartbeats);
+  std::vector<long long> calls0;
+  for (int m = 0; m < 3; ++m) calls0.push_back(command_calls(cluster.node(m), "fcall"));
+  std::this_thread::sleep_for(3000ms);
+  const auto trips = static_cast<long long>(c.stats().heartbeats) - trips0;
+  long long calls = 0;
+  for (int m = 0; m < 3; ++m) {
+    const long long here = command_calls(cluster.node(m), "fcall") - calls0[m];
+    EXPECT_GE(here, 4 * 3) << "master " << m << ": too few heartbeat calls in 3 s";
+    calls += here;
+  }
+  std::cout << "[figures] 3 s: " << trips << " heartbeat round trips, " << calls << " heartbeat calls\n";
+  EXPECT_GE(trips, 3 * 3);
+  // Four calls per round trip; a round under way at either end of the window
+  // may be counted on one side only.
+  EXPECT_NEAR(static_cast<double>(calls), 4.0 * static_cast<double>(trips), 4.0 * 6);
 }
 
 // ---------------------------------------------------------------- the sharded wake
