@@ -136,10 +136,12 @@ run_asan() {
 # What TSan runs: the fault campaign, the soak, and the main suite's thread,
 # process, async, heartbeat and safety tests (test_lock.cpp, test_process.cpp,
 # test_async.cpp, test_safety*.cpp, test_inspect.cpp), sync_replicas, and the
-# Sentinel tests whose threads meet a master change; and the programs they
+# Sentinel and Cluster tests whose threads meet a master change or a moved
+# slot (the cluster router's refresh thread, a Wake per node); and the programs they
 # need (fairlock_tests brings the helper, the command and the TLS example).
-TSAN_TESTS='^(Campaign|Soak|Lock|Process|Transport|Heartbeat|HeartbeatChurn|LockDestruction|LostCallback|StaleWake|ServerStall|Position|Inspect|Async|AsyncHeartbeat|Modes/AsyncModes|Safety|SafetyAsync|SyncReplicas)\.|^Sentinel\.(SemaphoreNever|AsyncWait|AGrantLostInAFailover|HolderAndWaiter|AReleaseDuringAFailover)|^Errors\.(AReleaseThatFailedIsAskedAgain|ShutdownDoesNotWait)'
-TSAN_TARGETS=(fairlock_tests fairlock_campaign_tests fairlock_soak_tests fairlock_sync_tests fairlock_sentinel_tests)
+TSAN_TESTS='^(Campaign|Soak|Lock|Process|Transport|Heartbeat|HeartbeatChurn|LockDestruction|LostCallback|StaleWake|ServerStall|Position|Inspect|Async|AsyncHeartbeat|Modes/AsyncModes|Safety|SafetyAsync|SyncReplicas)\.|^Sentinel\.(SemaphoreNever|AsyncWait|AGrantLostInAFailover|HolderAndWaiter|AReleaseDuringAFailover)|^Errors\.(AReleaseThatFailedIsAskedAgain|ShutdownDoesNotWait)|^Cluster\.(WaitersAre|SemaphoreNever|AsyncWait|AGrantComes|AnAsyncWait|ANameFollows|AWaiterWaitsOut|HolderAndWaiter|TheHeartbeat)'
+TSAN_TARGETS=(fairlock_tests fairlock_campaign_tests fairlock_soak_tests fairlock_sync_tests fairlock_sentinel_tests
+  fairlock_cluster_tests)
 
 run_tsan() {
   local logs="$LOG_ROOT/tsan"
