@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "poll_until.h"
+#include "tls_pki.h"
 
 // Formed by hand (CLUSTER SET-CONFIG-EPOCH, ADDSLOTSRANGE, MEET, REPLICATE),
 // not with `redis-cli --cluster create --cluster-replicas 1`:
@@ -84,7 +85,6 @@ std::string unhealthy(const std::string& line) {
 }  // namespace
 
 RedisCluster::RedisCluster(RedisClusterOptions o, ms limit) : o_(o) {
-  if (o_.tls) throw std::logic_error("RedisCluster: TLS is not done yet");
   if (o_.masters < 1 || o_.replicas_per_master < 0) throw std::invalid_argument("RedisCluster: no masters");
   const auto end = Clock::now() + limit;
   for (int i = 0; i < o_.masters * (1 + o_.replicas_per_master); ++i) start_node();
@@ -116,10 +116,17 @@ std::vector<std::string> RedisCluster::node_args() const {
           "0"};
 }
 
+// With tls, the port and the links among the nodes: the bus, replication
+// and MIGRATE go over TLS (7.0 uses the peer's TLS port for them).
+TlsPort RedisCluster::tls_port() const {
+  if (!o_.tls) return TlsPort{};
+  return TlsPort{pki().server, pki().server_key, pki().ca, false, {"--tls-cluster", "yes", "--tls-replication", "yes"}};
+}
+
 int RedisCluster::start_node() {
   Launch cluster_node;
   cluster_node.cluster_bus = true;
-  nodes_.push_back(std::make_unique<RedisServer>(node_args(), TlsPort{}, cluster_node));
+  nodes_.push_back(std::make_unique<RedisServer>(node_args(), tls_port(), cluster_node));
   const int i = size() - 1;
   ids_.push_back(ask(data_port(i), {"CLUSTER", "MYID"}, kAsk));
   if (ids_.back().size() != 40) throw std::runtime_error("RedisCluster: CLUSTER MYID: " + ids_.back());
@@ -195,12 +202,12 @@ void RedisCluster::replicate(int master, const std::vector<int>& replicas, Clock
 }
 
 // "" when each replica's link to `master` is up (its ROLE) and the master
-// has it online (its INFO).
+// has it online (its INFO). With tls, both name the TLS ports.
 std::string RedisCluster::replicas_not_online(int master, const std::vector<int>& replicas) const {
   const std::string info = ask(data_port(master), {"INFO", "replication"}, kAsk);
   for (int r : replicas) {
-    const std::string port = std::to_string(data_port(r));
-    const std::string linked = "slave\n" + kHost + "\n" + std::to_string(data_port(master)) + "\nconnected\n";
+    const std::string port = std::to_string(client_port(r));
+    const std::string linked = "slave\n" + kHost + "\n" + std::to_string(client_port(master)) + "\nconnected\n";
     if (ask(data_port(r), {"ROLE"}, kAsk).rfind(linked, 0) != 0 ||
         info.find("port=" + port + ",state=online") == std::string::npos)
       return "node " + std::to_string(r) + " is not an online replica of node " + std::to_string(master);
@@ -210,6 +217,8 @@ std::string RedisCluster::replicas_not_online(int master, const std::vector<int>
 
 int RedisCluster::data_port(int i) const { return nodes_.at(i)->port(); }
 
+int RedisCluster::client_port(int i) const { return o_.tls ? nodes_.at(i)->tls_port() : data_port(i); }
+
 int RedisCluster::index_of(int port) const {
   for (int i = 0; i < size(); ++i)
     if (data_port(i) == port) return i;
@@ -218,11 +227,11 @@ int RedisCluster::index_of(int port) const {
 
 std::string RedisCluster::seeds() const {
   std::string s;
-  for (int i = 0; i < size(); ++i) s += (i ? "," : "") + kHost + ":" + std::to_string(data_port(i));
+  for (int i = 0; i < size(); ++i) s += (i ? "," : "") + kHost + ":" + std::to_string(client_port(i));
   return s;
 }
 
-std::string RedisCluster::url() const { return "redis-cluster://" + seeds(); }
+std::string RedisCluster::url() const { return (o_.tls ? "rediss-cluster://" : "redis-cluster://") + seeds(); }
 
 void RedisCluster::command(int i, const std::vector<std::string>& argv) const {
   const std::string r = ask(data_port(i), argv, kAsk);
@@ -437,7 +446,7 @@ void RedisCluster::move_keys(int slot, int from, int to, const KeyHook& per_key,
     if (Clock::now() > end) time_out("migration of slot " + std::to_string(slot), "keys left at the source");
     for (size_t k = 0; k < keys->elements; ++k) {
       const std::string key(keys->element[k]->str, keys->element[k]->len);
-      const std::vector<std::string> argv = {"MIGRATE", kHost, std::to_string(data_port(to)),
+      const std::vector<std::string> argv = {"MIGRATE", kHost, std::to_string(client_port(to)),
                                              key,       "0",   std::to_string(kMigrate.count())};
       const std::string r = ask(data_port(from), argv, kMigrate + kAsk);
       if (r != "OK" && r != "NOKEY") throw std::runtime_error("RedisCluster: MIGRATE " + key + ": " + r);

@@ -13,6 +13,12 @@
 // master, CLUSTER FAILOVER, a slot migrated key by key, a master added),
 // each waited for with a bound (polls every 50 ms, no fixed sleeps). The
 // destructor kills every process.
+// With tls, each node also has a TLS port (certificates of tls_pki.h) and
+// the nodes talk TLS among them (--tls-cluster, --tls-replication: the bus,
+// replication and MIGRATE). Redis 7.0 answers each client with the ports of
+// its own kind: CLUSTER SLOTS and -MOVED name the TLS ports to a TLS client,
+// the plain ones to a plain client. url() and seeds() name the TLS ports
+// (rediss-cluster://); the harness asks its own questions on the plain ports.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -34,10 +40,7 @@ struct RedisClusterOptions {
   // 3.6-4.3 s), the smallest with a record here: the Sentinel harness's
   // down-after (SentinelSetOptions), the same "no answer for that long" test.
   std::chrono::milliseconds node_timeout{1500};
-  // Not yet: the constructor refuses it. To come: each node with a TLS port
-  // (TlsPort, --tls-cluster yes, --tls-replication yes), url() and seeds()
-  // on the TLS ports (rediss-cluster://), the harness's own questions still
-  // on the plain ports (RedisServer::port()), CLUSTER SLOTS read over TLS.
+  // TLS among the nodes and on the ports of url() (see the top).
   bool tls = false;
 };
 
@@ -68,9 +71,11 @@ class RedisCluster {
   // and its nodes.conf: the same node id, rejoining the cluster).
   RedisServer& node(int i) { return *nodes_.at(i); }
   const RedisServer& node(int i) const { return *nodes_.at(i); }
-  int data_port(int i) const;                                // the port clients and the cluster use
+  int data_port(int i) const;                                // the plain port (the harness asks there)
+  int client_port(int i) const;                              // seeds()' port: the TLS port with tls, else data_port(i)
   const std::string& id(int i) const { return ids_.at(i); }  // CLUSTER MYID
-  // "127.0.0.1:p1,127.0.0.1:p2,..." (every node) and "redis-cluster://" + seeds().
+  // "127.0.0.1:p1,127.0.0.1:p2,..." (every node's client_port) and
+  // "redis-cluster://" + seeds() ("rediss-cluster://" with tls).
   std::string seeds() const;
   std::string url() const;
 
@@ -110,6 +115,7 @@ class RedisCluster {
   using Clock = std::chrono::steady_clock;
 
   std::vector<std::string> node_args() const;
+  TlsPort tls_port() const;
   int start_node();
   void form(Clock::time_point end);
   void meet(const std::vector<int>& newcomers, Clock::time_point end);

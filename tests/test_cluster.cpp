@@ -21,6 +21,7 @@
 #include "redis_cluster.h"
 #include "test_cli_util.h"
 #include "test_util.h"
+#include "tls_pki.h"
 
 namespace fairlock::test {
 namespace {
@@ -469,6 +470,49 @@ TEST(Cluster, HolderAndWaiterCarryOnAcrossAFailover) {
   EXPECT_GT(b.fence(), a_fence);
   std::cout << "[ cluster  ] kill -> waiter granted after the holder's release: " << since(killed).count() << " ms\n";
   b.unlock();
+}
+
+// Over TLS (rediss-cluster://, the nodes' TLS ports; see redis_cluster.h),
+// seeded with a replica only: the map read over TLS names the TLS ports, and
+// names on every master are locked there (its clients: on its TLS port). A
+// CA that does not verify the nodes: TlsError from the constructor (the
+// command: status 78). The command with --cacert.
+TEST(Cluster, OverTls) {
+  RedisClusterOptions tls;
+  tls.tls = true;
+  RedisCluster cluster(tls);
+  Options o = on(cluster);
+  o.url = "rediss-cluster://127.0.0.1:" + std::to_string(cluster.client_port(3));  // a replica
+  o.tls.ca_file = pki().ca;
+  {
+    Client client(o);
+    for (int m = 0; m < 3; ++m) {
+      const std::string name = name_on(cluster, m, "cluster-tls");
+      FairLock l(client, name);
+      l.lock();
+      EXPECT_GT(l.fence(), 0u);
+      const std::string clients = cluster.node(m).cmd({"CLIENT", "LIST", "TYPE", "normal"});
+      EXPECT_NE(clients.find(" laddr=127.0.0.1:" + std::to_string(cluster.client_port(m)) + " "), std::string::npos)
+          << clients;
+      l.unlock();
+      EXPECT_EQ(cluster.node(m).cmd({"EXISTS", key(name, "seq")}), "1") << "master " << m;
+    }
+  }
+  Options wrong = o;
+  wrong.tls.ca_file = pki().other_ca;
+  try {
+    Client bad(wrong);
+    ADD_FAILURE() << "a CA that does not verify the nodes was accepted";
+  } catch (const TlsError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not verify"), std::string::npos) << e.what();
+  }
+  const std::string name = unique_name("cluster-tls-cli");
+  const CliResult r = run_cli({"--cacert", pki().ca, "run", name, "echo", "ran"}, cluster.url());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ran"), std::string::npos) << r.output;
+  const CliResult refused = run_cli({"--cacert", pki().other_ca, "run", name, "echo", "ran"}, cluster.url());
+  EXPECT_EQ(refused.status, 78) << refused.output;
+  EXPECT_NE(refused.output.find("does not verify"), std::string::npos) << refused.output;
 }
 
 }  // namespace

@@ -3,8 +3,12 @@
 // behind, redirects a key asked on the wrong node, migrates a slot key by key
 // (ASK and TRYAGAIN meanwhile), promotes a replica when its master is killed
 // (twice, the killed node rejoining as a replica), fails over on CLUSTER
-// FAILOVER, and takes a new master with slots resharded to it.
+// FAILOVER, and takes a new master with slots resharded to it. With TLS:
+// the nodes link over TLS, a TLS client is told the TLS ports (CLUSTER
+// SLOTS, -MOVED) and a plain one the plain ports; a failover and a migration
+// still work.
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,10 +17,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
+#include <sstream>
 
+#include "fairlock/options.h"
 #include "harness_checks.h"
+#include "net/connection.h"
+#include "net/reply.h"
+#include "net/tls.h"
+#include "net/url.h"
 #include "redis_cluster.h"
 #include "test_util.h"
+#include "tls_pki.h"
 
 namespace fairlock::test {
 namespace {
@@ -219,6 +231,80 @@ TEST(RedisCluster, ANewMasterTakesSlotsFromEveryMaster) {
   }
   EXPECT_EQ(c.replicas_of_slot(16383), std::vector<int>{7});
   EXPECT_EQ(c.slot_map().size(), 6u);  // each master's range cut in two
+}
+
+// A connection to node i's TLS port, verifying its certificate with the test CA.
+detail::Connection tls_to(const RedisCluster& c, int i) {
+  TlsOptions t;
+  t.ca_file = pki().ca;
+  return detail::Connection(detail::Target{detail::parse_url(c.node(i).tls_url()),
+                                           std::make_shared<const detail::TlsContext>(t), 5000ms, 5000ms});
+}
+
+// Every port a CLUSTER SLOTS reply names (masters and replicas).
+std::set<int> ports_in(const redisReply& slots) {
+  std::set<int> ports;
+  for (size_t k = 0; k < slots.elements; ++k)
+    for (size_t n = 2; n < slots.element[k]->elements; ++n)
+      ports.insert(static_cast<int>(slots.element[k]->element[n]->element[1]->integer));
+  return ports;
+}
+
+// How many of s's clients (CLIENT LIST) are replicas linked to `port`.
+int replica_links(const RedisServer& s, int port) {
+  std::istringstream in(s.cmd({"CLIENT", "LIST"}));
+  int n = 0;
+  for (std::string l; std::getline(in, l);)
+    n += l.find(" flags=S ") != std::string::npos &&
+         l.find(" laddr=127.0.0.1:" + std::to_string(port) + " ") != std::string::npos;
+  return n;
+}
+
+// Each kind of client is told the ports of its kind, by every node.
+void expect_ports_by_kind(const RedisCluster& c) {
+  std::set<int> tls_ports, plain_ports;
+  for (int i = 0; i < c.size(); ++i) {
+    tls_ports.insert(c.node(i).tls_port());
+    plain_ports.insert(c.data_port(i));
+  }
+  for (int i = 0; i < c.size(); ++i) {
+    detail::Connection tls = tls_to(c, i);
+    EXPECT_EQ(ports_in(*tls.command({"CLUSTER", "SLOTS"})), tls_ports) << "node " << i;
+    EXPECT_EQ(ports_in(*c.node(i).reply({"CLUSTER", "SLOTS"}, 5000ms)), plain_ports) << "node " << i;
+  }
+}
+
+TEST(RedisCluster, OverTlsTlsClientsAreToldTlsPortsAndPlainClientsPlainOnes) {
+  RedisClusterOptions o;
+  o.tls = true;
+  const auto t0 = Clock::now();
+  RedisCluster c(o);
+  std::cout << "[ figures  ] 3+3 TLS cluster formed in " << since(t0).count() << " ms\n";
+  std::string seeds;
+  for (int i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c.client_port(i), c.node(i).tls_port());
+    seeds += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(c.node(i).tls_port());
+    EXPECT_EQ(c.node(i).cmd({"CONFIG", "GET", "tls-cluster"}), "tls-cluster\nyes");  // the bus accepts only TLS
+  }
+  EXPECT_EQ(c.seeds(), seeds);
+  EXPECT_EQ(c.url(), "rediss-cluster://" + seeds);
+  expect_ports_by_kind(c);
+  const std::string k = key_at(c, 0, "tls-moved");
+  const std::string moved = "MOVED " + std::to_string(c.slot_of(k)) + " 127.0.0.1:";
+  EXPECT_EQ(detail::reply_error(*tls_to(c, 1).command({"GET", k})), moved + std::to_string(c.node(0).tls_port()));
+  EXPECT_EQ(c.node(1).cmd({"GET", k}), "ERR:" + moved + std::to_string(c.data_port(0)));
+  for (int m = 0; m < 3; ++m) EXPECT_EQ(replica_links(c.node(m), c.node(m).tls_port()), 1) << "node " << m;
+  const ms took = c.failover_coordinated(16383);
+  EXPECT_LT(took, kCoordinatedBound);
+  EXPECT_EQ(c.master_of_slot(16383), 5);
+  EXPECT_EQ(replica_links(c.node(5), c.node(5).tls_port()), 1);
+  EXPECT_EQ(c.node(2).cmd({"ROLE"}).rfind("slave\n127.0.0.1\n" + std::to_string(c.node(5).tls_port()) + "\n", 0), 0u);
+  ASSERT_EQ(c.node(0).cmd({"SET", k, "v"}), "OK");
+  c.migrate_slot(c.slot_of(k), 1);  // MIGRATE over TLS
+  EXPECT_EQ(c.node(1).cmd({"GET", k}), "v");
+  expect_ports_by_kind(c);
+  std::cout << "[ figures  ] TLS CLUSTER FAILOVER to promotion " << took.count() << " ms; all in " << since(t0).count()
+            << " ms\n";
 }
 
 }  // namespace
