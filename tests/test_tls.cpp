@@ -331,6 +331,7 @@ TEST(Tls, CommandLineFlagsFollowRedisCli) {
   std::string out;
   EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "run", name, "--", "true"}, &out), 78);  // system store
   EXPECT_NE(out.find("does not verify"), std::string::npos) << out;
+  EXPECT_NE(out.find("give the CA that signed it in --cacert)"), std::string::npos) << out;  // the flag, once
   EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "--insecure", "status", name}), 0);
   EXPECT_EQ(cli_status({"--url", tls_server().tls_url(), "--tls-min-version", "1.4", "status", name}), 64);
   EXPECT_EQ(cli_status({"--url", tls_server().url(), "--cacert", pki().ca, "status", name}), 64);  // plain URL

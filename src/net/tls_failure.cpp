@@ -35,8 +35,8 @@ Reason verify_reason(long result) {
 
 const char* verify_hint(Reason r) {
   switch (r) {
-    case Reason::name_mismatch: return " (set Options::tls.server_name, --sni, to a name in its certificate)";
-    case Reason::unknown_ca: return " (give the CA that signed it in Options::tls.ca_file, --cacert)";
+    case Reason::name_mismatch: return " (set Options::tls.server_name to a name in its certificate)";
+    case Reason::unknown_ca: return " (give the CA that signed it in Options::tls.ca_file)";
     default: return "";
   }
 }
