@@ -101,8 +101,10 @@ void run(const Args& a) {
   std::printf("servers: standalone :%d; 3 masters %s; 1 master %s; name \"hot\" on master %d\n", standalone.port(),
               three.seeds().c_str(), one.seeds().c_str(), owner);
   if (a.parts.find_first_of("13") != std::string::npos) {
-    const std::vector<double> idle = idle_cpu(masters_of(three), ms(2000));
-    const OneName r = one_name(standalone.url(), three, a.blocks, a.rounds, a.contended);
+    Servers servers = masters_of(three);
+    servers.insert(servers.begin(), &standalone);
+    const std::vector<double> idle = idle_cpu(servers, ms(2000));
+    const OneName r = one_name(standalone, three, a.blocks, a.rounds, a.contended);
     print_one_name(r);
     print_fanout(r, owner, idle);
   }

@@ -46,17 +46,19 @@ fairlock::Options options(const std::string& url);
 
 // Part 1, one name: standalone against the cluster.
 struct OneName {
-  double pair_us[2] = {0, 0};  // uncontended pair, median of blocks: [0] standalone, [1] cluster
-  double rate[2] = {0, 0};     // W = 16 grants/s, median of rounds
+  double pair_us[2] = {0, 0};     // uncontended pair, median of blocks: [0] standalone, [1] cluster
+  double rate[2] = {0, 0};        // W = 16 grants/s, median of rounds
+  std::vector<double> rounds[2];  // W = 16 grants/s of each round
   double handoff_p50[2] = {0, 0}, handoff_p99[2] = {0, 0};  // µs, over every round's handoffs
-  Sample cluster;                                           // the cluster's masters over its W = 16 rounds
-  long long cluster_grants = 0;
-  double cluster_seconds = 0;
+  Sample servers[2];  // over the W = 16 rounds: [0] the standalone server, [1] the cluster's masters
+  long long grants[2] = {0, 0};
+  double seconds[2] = {0, 0};
 };
-OneName one_name(const std::string& standalone, const fairlock::test::RedisCluster& c, int blocks, int rounds,
-                 ms round);
+OneName one_name(const fairlock::test::RedisServer& standalone, const fairlock::test::RedisCluster& c, int blocks,
+                 int rounds, ms round);
 void print_one_name(const OneName& r);
-// Part 3 from part 1's cluster rounds; `idle`: each master's CPU seconds per second with no client.
+// Part 3 from part 1's W = 16 rounds; `idle`: each server's CPU seconds per
+// second with no client, [0] the standalone server, then the masters.
 void print_fanout(const OneName& r, int owner, const std::vector<double>& idle);
 
 // Part 2, many names on one cluster.

@@ -94,29 +94,27 @@ Round contended(const std::string& url, const std::string& name, ms run) {
 
 }  // namespace
 
-OneName one_name(const std::string& standalone, const fairlock::test::RedisCluster& c, int blocks, int rounds,
-                 ms round) {
-  const std::string url[2] = {standalone, c.url()};
+OneName one_name(const fairlock::test::RedisServer& standalone, const fairlock::test::RedisCluster& c, int blocks,
+                 int rounds, ms round) {
+  const std::string url[2] = {standalone.url(), c.url()};
   OneName r;
   uncontended(url, blocks, r);
-  std::vector<double> rate[2], handoffs[2];
-  const Servers masters = masters_of(c);
+  std::vector<double> handoffs[2];
+  const Servers servers[2] = {{&standalone}, masters_of(c)};
   for (int k = 0; k < rounds; ++k) {
     for (int j = 0; j < 2; ++j) {
       const int i = (j + k) % 2;  // alternate which goes first
-      const Sample before = i == 1 ? counters(masters) : Sample{};
+      const Sample before = counters(servers[i]);
       Round one = contended(url[i], "hot", round);
-      if (i == 1) {
-        add(r.cluster, minus(counters(masters), before));
-        r.cluster_grants += one.grants;
-        r.cluster_seconds += one.seconds;
-      }
-      rate[i].push_back(static_cast<double>(one.grants) / one.seconds);
+      add(r.servers[i], minus(counters(servers[i]), before));
+      r.grants[i] += one.grants;
+      r.seconds[i] += one.seconds;
+      r.rounds[i].push_back(static_cast<double>(one.grants) / one.seconds);
       handoffs[i].insert(handoffs[i].end(), one.handoffs.begin(), one.handoffs.end());
     }
   }
   for (int i = 0; i < 2; ++i) {
-    r.rate[i] = median(rate[i]);
+    r.rate[i] = median(r.rounds[i]);
     r.handoff_p50[i] = percentile(handoffs[i], 0.5);
     r.handoff_p99[i] = percentile(handoffs[i], 0.99);
   }
@@ -130,25 +128,34 @@ void print_one_name(const OneName& r) {
   for (int i = 0; i < 2; ++i)
     std::printf("%-12s %10.1f %10.0f %14.0f %11.1f us %11.1f us\n", kWay[i], r.pair_us[i], 1e6 / r.pair_us[i],
                 r.rate[i], r.handoff_p50[i], r.handoff_p99[i]);
+  for (int i = 0; i < 2; ++i) {
+    std::printf("%s W=16 rounds, grants/s:", kWay[i]);
+    for (double g : r.rounds[i]) std::printf(" %.0f", g);
+    std::printf("\n");
+  }
   std::printf("%-12s %10.2f %10.2f %14.2f %14.2f %14.2f\n", "cluster/std", r.pair_us[1] / r.pair_us[0],
               r.pair_us[0] / r.pair_us[1], r.rate[1] / r.rate[0], r.handoff_p50[1] / r.handoff_p50[0],
               r.handoff_p99[1] / r.handoff_p99[0]);
 }
 
+// One server's row of the fan-out table.
+void fanout_row(const std::string& label, const char* owns, const Counters& c, double idle, long long grants,
+                double seconds) {
+  const double g = static_cast<double>(grants);
+  std::printf("%-10s %-5s %10.1f %10.2f %14.2f %12.2f %10.2f %10.2f\n", label.c_str(), owns, c.cpu_s * 1e3 / seconds,
+              idle * 1e3, c.cpu_s * 1e6 / g, (c.cpu_s - idle * seconds) * 1e6 / g, static_cast<double>(c.publish) / g,
+              static_cast<double>(c.spublish) / g);
+}
+
 void print_fanout(const OneName& r, int owner, const std::vector<double>& idle) {
-  const double g = static_cast<double>(r.cluster_grants);
-  std::printf("\n3. Wake fan-out: the W = %d cluster rounds (%lld grants in %.1f s) seen from each master\n", kW,
-              r.cluster_grants, r.cluster_seconds);
-  std::printf("%-8s %-6s %12s %12s %16s %16s %10s %10s\n", "master", "owns", "CPU ms/s", "idle ms/s", "CPU us/grant",
+  std::printf("\n3. Wake fan-out: the W = %d rounds (cluster: %lld grants in %.1f s) seen from each server\n", kW,
+              r.grants[1], r.seconds[1]);
+  std::printf("%-10s %-5s %10s %10s %14s %12s %10s %10s\n", "server", "owns", "CPU ms/s", "idle ms/s", "CPU us/grant",
               "less idle", "pub/grant", "spub/grant");
-  for (std::size_t m = 0; m < r.cluster.size(); ++m) {
-    const Counters& c = r.cluster[m];
-    const double less_idle = c.cpu_s - idle[m] * r.cluster_seconds;
-    std::printf("%-8zu %-6s %12.1f %12.2f %16.2f %16.2f %10.2f %10.2f\n", m,
-                static_cast<int>(m) == owner ? "yes" : "no", c.cpu_s * 1e3 / r.cluster_seconds, idle[m] * 1e3,
-                c.cpu_s * 1e6 / g, less_idle * 1e6 / g, static_cast<double>(c.publish) / g,
-                static_cast<double>(c.spublish) / g);
-  }
+  fanout_row("standalone", "yes", r.servers[0][0], idle[0], r.grants[0], r.seconds[0]);
+  for (std::size_t m = 0; m < r.servers[1].size(); ++m)
+    fanout_row("master " + std::to_string(m), static_cast<int>(m) == owner ? "yes" : "no", r.servers[1][m], idle[m + 1],
+               r.grants[1], r.seconds[1]);
 }
 
 }  // namespace fcluster
