@@ -49,10 +49,11 @@ struct OneName {
   double pair_us[2] = {0, 0};     // uncontended pair, median of blocks: [0] standalone, [1] cluster
   double rate[2] = {0, 0};        // W = 16 grants/s, median of rounds
   std::vector<double> rounds[2];  // W = 16 grants/s of each round
-  double handoff_p50[2] = {0, 0}, handoff_p99[2] = {0, 0};  // µs, over every round's handoffs
+  double handoff_p50[2] = {0, 0}, handoff_p90[2] = {0, 0}, handoff_p99[2] = {0, 0};  // µs, over every round's handoffs
   Sample servers[2];  // over the W = 16 rounds: [0] the standalone server, [1] the cluster's masters
   long long grants[2] = {0, 0};
   double seconds[2] = {0, 0};
+  double client_cpu_s[2] = {0, 0};  // the W = 16 clients' own CPU (this process's)
 };
 OneName one_name(const fairlock::test::RedisServer& standalone, const fairlock::test::RedisCluster& c, int blocks,
                  int rounds, ms round);

@@ -1,6 +1,8 @@
 // Part 1 of fairlock_cluster_bench (cluster.h): one name, standalone against
 // the cluster; and part 3, the wake fan-out seen from every master over the
 // cluster's W = 16 rounds.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -40,6 +42,14 @@ void uncontended(const std::string (&url)[2], int blocks, OneName& r) {
   for (int i = 0; i < 2; ++i) r.pair_us[i] = median(us[i]);
 }
 
+// This process's CPU seconds (user + system) so far: the W = 16 clients' cost.
+double process_cpu_s() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
 long long now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
@@ -71,6 +81,7 @@ long long contend(fairlock::Client& client, const std::string& name, int me, Han
 struct Round {
   long long grants = 0;
   double seconds = 0;
+  double client_cpu_s = 0;
   std::vector<double> handoffs;
 };
 Round contended(const std::string& url, const std::string& name, ms run) {
@@ -82,12 +93,13 @@ Round contended(const std::string& url, const std::string& name, ms run) {
   std::vector<std::vector<double>> handoffs(kW);
   std::vector<std::thread> threads;
   const auto t0 = Clock::now();
+  const double cpu0 = process_cpu_s();
   for (int i = 0; i < kW; ++i)
     threads.emplace_back([&, i] { grants += contend(*clients[i], name, i, h, stop, handoffs[i]); });
   std::this_thread::sleep_for(run);
   stop = true;
   for (auto& t : threads) t.join();
-  Round r{grants.load(), seconds_since(t0), {}};
+  Round r{grants.load(), seconds_since(t0), process_cpu_s() - cpu0, {}};
   for (auto& v : handoffs) r.handoffs.insert(r.handoffs.end(), v.begin(), v.end());
   return r;
 }
@@ -109,6 +121,7 @@ OneName one_name(const fairlock::test::RedisServer& standalone, const fairlock::
       add(r.servers[i], minus(counters(servers[i]), before));
       r.grants[i] += one.grants;
       r.seconds[i] += one.seconds;
+      r.client_cpu_s[i] += one.client_cpu_s;
       r.rounds[i].push_back(static_cast<double>(one.grants) / one.seconds);
       handoffs[i].insert(handoffs[i].end(), one.handoffs.begin(), one.handoffs.end());
     }
@@ -116,26 +129,30 @@ OneName one_name(const fairlock::test::RedisServer& standalone, const fairlock::
   for (int i = 0; i < 2; ++i) {
     r.rate[i] = median(r.rounds[i]);
     r.handoff_p50[i] = percentile(handoffs[i], 0.5);
+    r.handoff_p90[i] = percentile(handoffs[i], 0.9);
     r.handoff_p99[i] = percentile(handoffs[i], 0.99);
   }
   return r;
 }
 
+double client_us(const OneName& r, int i) { return r.client_cpu_s[i] * 1e6 / static_cast<double>(r.grants[i]); }
+
 void print_one_name(const OneName& r) {
   std::printf("\n1. One name: uncontended pairs (one client) and W = %d threads on one lock\n", kW);
-  std::printf("%-12s %10s %10s %14s %14s %14s\n", "server", "pair us", "pairs/s", "W=16 grants/s", "handoff p50",
-              "handoff p99");
+  std::printf("%-12s %8s %8s %14s %12s %12s %12s %14s\n", "server", "pair us", "pairs/s", "W=16 grants/s",
+              "handoff p50", "p90", "p99", "client us/grant");
   for (int i = 0; i < 2; ++i)
-    std::printf("%-12s %10.1f %10.0f %14.0f %11.1f us %11.1f us\n", kWay[i], r.pair_us[i], 1e6 / r.pair_us[i],
-                r.rate[i], r.handoff_p50[i], r.handoff_p99[i]);
+    std::printf("%-12s %8.1f %8.0f %14.0f %9.1f us %9.1f us %9.1f us %14.1f\n", kWay[i], r.pair_us[i],
+                1e6 / r.pair_us[i], r.rate[i], r.handoff_p50[i], r.handoff_p90[i], r.handoff_p99[i], client_us(r, i));
   for (int i = 0; i < 2; ++i) {
     std::printf("%s W=16 rounds, grants/s:", kWay[i]);
     for (double g : r.rounds[i]) std::printf(" %.0f", g);
     std::printf("\n");
   }
-  std::printf("%-12s %10.2f %10.2f %14.2f %14.2f %14.2f\n", "cluster/std", r.pair_us[1] / r.pair_us[0],
+  std::printf("%-12s %8.2f %8.2f %14.2f %12.2f %12.2f %12.2f %14.2f\n", "cluster/std", r.pair_us[1] / r.pair_us[0],
               r.pair_us[0] / r.pair_us[1], r.rate[1] / r.rate[0], r.handoff_p50[1] / r.handoff_p50[0],
-              r.handoff_p99[1] / r.handoff_p99[0]);
+              r.handoff_p90[1] / r.handoff_p90[0], r.handoff_p99[1] / r.handoff_p99[0],
+              client_us(r, 1) / client_us(r, 0));
 }
 
 // One server's row of the fan-out table.
