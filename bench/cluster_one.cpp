@@ -158,7 +158,7 @@ void print_one_name(const OneName& r) {
 // One server's row of the fan-out table.
 void fanout_row(const std::string& label, const char* owns, const Counters& c, double idle, long long grants,
                 double seconds) {
-  const double g = static_cast<double>(grants);
+  const auto g = static_cast<double>(grants);
   std::printf("%-10s %-5s %10.1f %10.2f %14.2f %12.2f %10.2f %10.2f\n", label.c_str(), owns, c.cpu_s * 1e3 / seconds,
               idle * 1e3, c.cpu_s * 1e6 / g, (c.cpu_s - idle * seconds) * 1e6 / g, static_cast<double>(c.publish) / g,
               static_cast<double>(c.spublish) / g);

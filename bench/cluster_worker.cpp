@@ -50,7 +50,7 @@ int worker_main(const std::vector<std::string>& args) {
   o.url = args[0];
   const int names = std::stoi(args[1]), threads = std::stoi(args[2]);
   const std::chrono::milliseconds run(std::stoi(args[3]));
-  const unsigned seed = static_cast<unsigned>(std::stoul(args[4]));
+  const auto seed = static_cast<unsigned>(std::stoul(args[4]));
   fairlock::Client client(o);
   std::vector<std::vector<std::unique_ptr<fairlock::FairLock>>> locks;
   for (int t = 0; t < threads; ++t) locks.push_back(locks_on(client, names));
