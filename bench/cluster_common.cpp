@@ -35,6 +35,20 @@ void add_line(const std::string& line, Counters& c) {
   if (key == "cmdstat_spublish") c.spublish += calls;
 }
 
+// One server's counters.
+Counters counters(const fairlock::test::RedisServer& server) {
+  Counters c;
+  for (const char* section : {"cpu", "commandstats"}) {
+    std::istringstream in(server.cmd({"INFO", section}));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      add_line(line, c);
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 Counters Counters::operator-(const Counters& o) const {
@@ -49,21 +63,6 @@ Counters& Counters::operator+=(const Counters& o) {
   spublish += o.spublish;
   return *this;
 }
-
-namespace {
-Counters counters(const fairlock::test::RedisServer& server) {
-  Counters c;
-  for (const char* section : {"cpu", "commandstats"}) {
-    std::istringstream in(server.cmd({"INFO", section}));
-    std::string line;
-    while (std::getline(in, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      add_line(line, c);
-    }
-  }
-  return c;
-}
-}  // namespace
 
 Sample counters(const Servers& servers) {
   Sample out;
