@@ -69,11 +69,14 @@ void print_many(const std::string& label, const fairlock::test::RedisCluster& c,
                 const std::vector<double>& idle) {
   std::vector<int> names(m.sum.size(), 0);
   for (int i = 0; i < kNames; ++i) ++names[static_cast<std::size_t>(owner_of(c, many_name(i)))];
-  long long scripts = 0;
-  for (const auto& s : m.sum) scripts += s.scripts;
+  long long scripts = 0, publish = 0, spublish = 0;
+  for (const auto& s : m.sum) scripts += s.scripts, publish += s.publish, spublish += s.spublish;
   const auto g = static_cast<double>(m.grants);
-  std::printf("%s: %.0f grants/s (median of %zu rounds; %lld grants in %.1f s, %.2f script calls per grant)\n",
-              label.c_str(), median(m.rate), m.rate.size(), m.grants, m.seconds, static_cast<double>(scripts) / g);
+  std::printf(
+      "%s: %.0f grants/s (median of %zu rounds; %lld grants in %.1f s); per grant: %.2f script calls, %.2f "
+      "PUBLISH, %.2f SPUBLISH\n",
+      label.c_str(), median(m.rate), m.rate.size(), m.grants, m.seconds, static_cast<double>(scripts) / g,
+      static_cast<double>(publish) / g, static_cast<double>(spublish) / g);
   std::printf("  %-6s %6s %10s %12s %12s %12s %12s %14s\n", "master", "names", "scripts %", "commands/s", "CPU ms/s",
               "less idle", "grants/s", "CPU us/grant");
   for (std::size_t i = 0; i < m.sum.size(); ++i) {
