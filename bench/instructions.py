@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instructions redis-server executes per lock operation, counted by callgrind.
 
-    python3 bench/instructions.py [--lua DIR] [--cycles N]
+    python3 bench/instructions.py [--lua DIR] [--cycles N] [--cluster]
 
 Starts its own redis-server under `valgrind --tool=callgrind`, reached
 through a unix socket in a directory of its own (no TCP port: nothing else can
@@ -23,6 +23,12 @@ barely depend on the machine's speed or load (repetitions agree within 1 to
 they show changes that the VM's swings hide; they leave out the kernel's cost
 per round trip (bench/run.sh measures time). Needs valgrind, redis-server and
 cmake (to run cmake/EmbedLua.cmake); takes about 15 s.
+
+--cluster: the server is a Redis Cluster of that one master (cluster-enabled,
+every slot its own; its bus on a free loopback port, no other node): what
+cluster mode adds per operation on the master that owns the name. It leaves
+out what a PUBLISH costs the other masters (sent over the bus to every node):
+bench/cluster.cpp measures that as CPU per grant.
 """
 import argparse
 import glob
@@ -114,26 +120,34 @@ class Connection:
 class Server:
     """redis-server under callgrind, in a directory of its own."""
 
-    def __init__(self):
+    def __init__(self, cluster=False):
         self.dir = tempfile.mkdtemp(prefix="fairlock-instructions.")
         self.out = os.path.join(self.dir, "callgrind.out")
         sock = os.path.join(self.dir, "redis.sock")
         self.proc = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out, "--dump-instr=no",
              "redis-server", "--port", "0", "--unixsocket", sock, "--hz", "1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir],
+             "--dir", self.dir] + (cluster_args() if cluster else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while True:
             try:
                 self.conn = Connection(sock)
                 self.conn("PING")
-                return
+                break
             except (OSError, RuntimeError):
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("redis-server did not start under callgrind")
-                time.sleep(0.2)
+                self.check(deadline, "redis-server did not start under callgrind")
+        if cluster:
+            self.conn("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+            while "cluster_state:ok" not in self.conn("CLUSTER", "INFO"):
+                self.check(deadline, "the one-node cluster did not say cluster_state:ok")
+
+    def check(self, deadline, why):
+        """Waits a little; stops the server and raises `why` if it died or the deadline passed."""
+        if self.proc.poll() is not None or time.monotonic() > deadline:
+            self.stop()
+            raise RuntimeError(why)
+        time.sleep(0.2)
 
     def control(self, option):
         done = subprocess.run(["callgrind_control", option, str(self.proc.pid)], capture_output=True, text=True)
@@ -167,6 +181,14 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def cluster_args():
+    """A cluster-enabled server (plain port 0: clients use the unix socket) with its bus on a free loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        bus = s.getsockname()[1]
+    return ["--cluster-enabled", "yes", "--cluster-port", str(bus), "--bind", "127.0.0.1"]
 
 
 def keys(name):
@@ -240,6 +262,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lua", default=os.path.join(ROOT, "lua"), help="directory of the scripts (default: lua/)")
     ap.add_argument("--cycles", type=int, default=1000, help="cycles counted per figure (default 1000)")
+    ap.add_argument("--cluster", action="store_true", help="a one-master Redis Cluster instead of a plain server")
     args = ap.parse_args()
     for tool in ("valgrind", "callgrind_control", "redis-server"):
         if not shutil.which(tool):
@@ -247,7 +270,7 @@ def main():
     # A timeout's SIGTERM ends the run through the finally below (server and
     # directory removed), not in the middle of it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("instructions.py: terminated"))
-    server = Server()
+    server = Server(args.cluster)
     try:
         text, name = library(args.lua)
         server.conn("FUNCTION", "LOAD", text)
