@@ -7,6 +7,7 @@
 // master added with the slot resharded to it. Every name of the workers
 // lives in that one slot, so that every call meets every fault, and the
 // queue must resume after each one within a bound.
+#include <algorithm>
 #include <future>
 #include <iostream>
 
@@ -132,6 +133,16 @@ class Crew {
 // asks for at least 20; each takes about 5 s with the harness's resettling).
 int failovers() { return static_cast<int>(test::env_or("FAIRLOCK_CLUSTER_FAILOVERS", 20)); }
 
+// The longest time without a grant starting, in ms, over the whole history.
+long long longest_gap_ms(const History& h) {
+  std::vector<Micros> starts;
+  for (const GrantRec& g : h.grants) starts.push_back(g.start);
+  std::sort(starts.begin(), starts.end());
+  Micros gap = 0;
+  for (std::size_t i = 1; i < starts.size(); ++i) gap = std::max(gap, starts[i] - starts[i - 1]);
+  return gap / 1000;
+}
+
 // A queue resumed within the failover, a lease (a release lost with the
 // master leaves its grant to run out) and a liveness period (a waiter's entry
 // lost with it), plus a margin for the loaded machine: no stall beyond.
@@ -159,7 +170,7 @@ TEST(ClusterFaults, MasterKilledAgainAndAgainLosesNoAcknowledgedGrant) {
   }
   std::cout << "[figures] " << kills << " kills of the busy slot's master (" << crew.generations()
             << " generations of workers), kill -> promotion " << test::p50_max(times) << "; kill -> first grant "
-            << test::p50_max(to_grant) << "\n";
+            << test::p50_max(to_grant) << "; longest time without a grant " << longest_gap_ms(sc.history()) << " ms\n";
 }
 
 // One fault of the second test: what, its start and end (recorder time), how
@@ -221,7 +232,7 @@ TEST(ClusterFaults, BusySlotMigratedFailedOverAndReshardedUnderLoad) {
   judge(sc, "cluster-moves", 50, std::chrono::seconds(120));
   expect_resumed(faults, sc.history());
   std::cout << "[figures] cluster-moves: " << keys << " keys moved one by one, " << crew.generations()
-            << " generations of workers\n";
+            << " generations of workers, longest time without a grant " << longest_gap_ms(sc.history()) << " ms\n";
 }
 
 }  // namespace
