@@ -114,12 +114,13 @@ class Crew {
   bool granted_after(Micros t) {
     const std::string list = sc_.rec().cmd({"LRANGE", sc_.ev(), std::to_string(read_), "-1"});
     if (list.empty()) return false;
-    for (const auto& line : split(list, '\n')) {
-      ++read_;
+    const std::vector<std::string> lines = split(list, '\n');
+    const auto hit = std::find_if(lines.begin(), lines.end(), [t](const std::string& line) {
       const std::vector<std::string> f = split(line);
-      if (f.size() > 7 && f[0] == "G" && std::atoll(f[7].c_str()) > t) return true;
-    }
-    return false;
+      return f.size() > 7 && f[0] == "G" && std::atoll(f[7].c_str()) > t;
+    });
+    read_ += hit == lines.end() ? static_cast<long long>(lines.size()) : hit - lines.begin() + 1;
+    return hit != lines.end();
   }
 
   Scenario& sc_;
