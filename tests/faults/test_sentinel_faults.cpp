@@ -7,6 +7,7 @@
 // restarted.
 #include <iostream>
 
+#include "failover_judge.h"
 #include "scenario.h"
 #include "sentinel_set.h"
 #include "test_util.h"
@@ -26,40 +27,6 @@ void spawn_workers(Scenario& sc, int workers, int seconds) {
               "seed=" + std::to_string(i + 11), "hold=0-20", "long_hold=3:4000", "lease=8000", "liveness=8000",
               "cmd_timeout=3000", "connect_timeout=1000", "ops=lock:4,for:3,try:1,asyncfor:2"});
   }
-}
-
-CheckConfig failover_check() {
-  CheckConfig cfg;
-  // A call may meet a failover: refused (the master is down: conn, or a
-  // replica missing while the set resettles: notrepl) or cut by its
-  // deadline. A release that meets one fails (conn) and the grant runs out
-  // with its lease; one whose grant ran out meanwhile says lost.
-  cfg.allowed_outcomes = {"timeout", "busy", "cancelled", "conn", "timeouterr", "notrepl"};
-  cfg.allowed_unlock = {"ok", "lost", "conn"};
-  return cfg;
-}
-
-// Waits (bounded) for the workers and runs the checker over their history:
-// no two holders overlap, and enough grants to judge by.
-void judge(Scenario& sc, const std::string& label, std::size_t at_least, std::chrono::seconds limit) {
-  sc.wait_all(limit);
-  const CheckResult r = sc.check(failover_check(), label);
-  EXPECT_EQ(r.overlaps, 0u);
-  EXPECT_GT(r.valid, at_least) << "too few grants to judge";
-}
-
-// For each time in `kills` (recorder time), the ms to the first grant after
-// it: on the new master, once the failover is done.
-std::vector<long long> first_grant_after(const std::vector<Micros>& kills, const History& h) {
-  std::vector<long long> out;
-  for (const Micros k : kills) {
-    Micros first = -1;
-    for (const GrantRec& g : h.grants) {
-      if (g.start > k && (first < 0 || g.start < first)) first = g.start;
-    }
-    if (first >= 0) out.push_back((first - k) / 1000);
-  }
-  return out;
 }
 
 // How many failovers the kill test runs: FAIRLOCK_SENTINEL_FAILOVERS (the
