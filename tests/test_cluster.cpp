@@ -450,6 +450,55 @@ TEST(Cluster, AWaiterWaitsOutAMigrationKeyByKey) {
   b.unlock();
 }
 
+// One master stalled (SIGSTOP; no replica to take over, full coverage
+// not required, so the others serve on) for 12 s: the holder of a name on
+// another master keeps its grant throughout (lease 3 s, command_timeout
+// 5 s). In a round with several masters each gets a period (1 s) at most,
+// and one that failed goes last: without that, every round waited out the
+// stalled master's 5 s, longer than the lease.
+TEST(Cluster, AStalledMasterDoesNotCostGrantsOnTheOthers) {
+  RedisClusterOptions without_replicas;
+  without_replicas.replicas_per_master = 0;
+  RedisCluster cluster(without_replicas);
+  for (int i = 0; i < cluster.size(); ++i) {
+    cluster.node(i).cmd({"CONFIG", "SET", "cluster-require-full-coverage", "no"});
+  }
+  Options o = on(cluster);
+  o.liveness_ttl = 3000ms;
+  o.command_timeout = 5000ms;
+  Client c(o);
+  LockOptions lease;
+  lease.lease = 3000ms;
+  FairLock healthy(c, name_on(cluster, 0, "cluster-healthy"), lease);
+  FairLock stalled(c, name_on(cluster, 1, "cluster-stalled"), lease);
+  healthy.lock();
+  stalled.lock();
+  cluster.node(1).pause();
+  const auto paused = std::chrono::steady_clock::now();
+  while (since(paused) < 12000ms && healthy.owns_lock()) std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(healthy.owns_lock()) << "lost after " << since(paused).count() << " ms";
+  cluster.node(1).resume();
+  EXPECT_EQ(healthy.release(), Released::released);
+}
+
+// Every node stalled: destroying the client does not wait out each node's
+// timeouts in turn (17.6 s before the refresh was bounded per node and
+// stopped between nodes).
+TEST(Cluster, AClientShutsDownPromptlyWhenEveryNodeIsStalled) {
+  RedisCluster cluster;
+  auto c = std::make_unique<Client>(on(cluster));
+  FairLock held(*c, name_on(cluster, 0, "cluster-shutdown"));
+  held.lock();
+  for (int i = 0; i < cluster.size(); ++i) cluster.node(i).pause();
+  std::this_thread::sleep_for(1500ms);  // a map refresh under way
+  const auto t0 = std::chrono::steady_clock::now();
+  c.reset();
+  const auto took = since(t0);
+  for (int i = 0; i < cluster.size(); ++i) cluster.node(i).resume();
+  std::cout << "[figures] shutdown with every node stalled: " << took.count() << " ms\n";
+  EXPECT_LT(took, 8000ms);
+}
+
 // A holder and a waiter across the SIGKILL of their master: the replica is
 // promoted (with the grant, replicated by WAIT before the kill), the
 // holder's release runs there and hands over to the waiter.

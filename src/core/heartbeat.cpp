@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/retry_policy.h"
+#include "net/call_deadline.h"
 #include "node/router.h"
 #include "node/server_calls.h"
 
@@ -107,10 +109,27 @@ void Heartbeat::beat() {
     Server& server = router_->for_keys(m->keys()).server;
     by_server[&server][m->name()].items.emplace_back(m, std::move(*item));
   }
-  for (auto& [server, groups] : by_server) beat_server(*server, groups);
+  beat_servers(by_server);
 }
 
-void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups) {
+// Every server's round trip, those that failed last time last. With
+// several servers (a cluster's masters) each gets a period at most (and
+// the WAIT's time, when renewals need replicas): one stalled master must
+// not hold back the renewals on the others beyond a period.
+void Heartbeat::beat_servers(std::map<Server*, std::map<std::string, Group>>& by_server) {
+  std::vector<Server*> order;
+  for (auto& entry : by_server) order.push_back(entry.first);
+  std::stable_partition(order.begin(), order.end(), [this](const Server* s) { return failing_.count(s) == 0; });
+  for (Server* server : order) {
+    if (beat_server(*server, by_server[server], order.size() > 1)) {
+      failing_.erase(server);
+    } else {
+      failing_.insert(server);
+    }
+  }
+}
+
+bool Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups, bool bounded) {
   struct Chunk {  // the claims of one heartbeat call: group.items[begin, begin + calls[i].entries.size())
     const std::string* name;
     Group* group;
@@ -134,6 +153,11 @@ void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups
     }
   }
   const auto sent_at = steady_clock::now();
+  std::optional<CallDeadline> bound;
+  if (bounded) {
+    const milliseconds wait = sync.replicas > 0 ? sync.timeout + retry::kSyncSlack : milliseconds(0);
+    bound.emplace(sent_at + registry_.heartbeat_period() + wait);
+  }
   std::vector<BeatReply> replies;
   try {
     replies = heartbeat(server, liveness_, calls, sync);  // one round trip for every name here
@@ -142,7 +166,7 @@ void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups
     for (auto& [name, group] : groups) {
       for (auto& [m, item] : group.items) m->on_beat_error(item, e.what());
     }
-    return;
+    return false;
   }
   counters_.add(&Stats::heartbeats);
   for (std::size_t i = 0; i < chunks.size(); ++i) {
@@ -158,6 +182,7 @@ void Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups
       }
     }
   }
+  return true;
 }
 
 }  // namespace fairlock::detail

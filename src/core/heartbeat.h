@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,13 +74,17 @@ class Heartbeat {
   std::shared_ptr<void> wait_for_round(SteadyTime& next);
   SteadyTime next_round(SteadyTime started, SteadyTime ended);  // logs an overrun
   void beat();
-  void beat_server(Server& server, std::map<std::string, Group>& groups);
+  void beat_servers(std::map<Server*, std::map<std::string, Group>>& by_server);
+  // False if the round trip failed; `bounded`: within a period (and a WAIT).
+  bool beat_server(Server& server, std::map<std::string, Group>& groups, bool bounded);
 
   const std::chrono::milliseconds liveness_;
   Registry& registry_;
   const OwnerPin& owner_;
   Counters& counters_;
   spdlog::logger& log_;
+  // Servers whose last round trip failed (heartbeat thread only): beaten last.
+  std::set<const Server*> failing_;
   Router* router_ = nullptr;
 
   std::mutex mu_;

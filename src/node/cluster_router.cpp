@@ -16,6 +16,13 @@ std::string address_of(const std::string& host, int port) {
                                              : "[" + host + "]:" + std::to_string(port);
 }
 
+// A redirection's host; empty or "?" (a node that does not know its
+// address, cluster-preferred-endpoint-type unknown-endpoint): the server
+// that answered.
+std::string host_of(const Redirect& to, const Server& from) {
+  return to.host.empty() || to.host == "?" ? from.endpoint().host : to.host;
+}
+
 }  // namespace
 
 ClusterRouter::ClusterRouter(ClusterConfig config, ServerConfig server_config, WakeConfig wake_config, WakeSink& sink,
@@ -118,7 +125,6 @@ void ClusterRouter::stop() noexcept {
 
 Node& ClusterRouter::node_at(const std::string& host, int port) {
   Node* node = nullptr;
-  bool start = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     Node*& known = by_address_[address_of(host, port)];
@@ -129,14 +135,15 @@ Node& ClusterRouter::node_at(const std::string& host, int port) {
     Target target{ep, config_.tls, config_.connect_timeout, config_.command_timeout};
     nodes_.push_back(std::make_unique<Node>(target, server_config_, wake_config_, sink_, counters_, log_));
     node = known = nodes_.back().get();
-    start = started_ && !stopping_;
+    // Under the lock, so that stop() cannot come between (a start(false)
+    // only starts the subscriber's thread).
+    if (started_ && !stopping_) node->wake.start(false);
   }
-  if (start) node->wake.start(false);
   return *node;
 }
 
 Server& ClusterRouter::moved(const Redirect& to, const Server& from) {
-  Node& owner = node_at(to.host.empty() ? from.endpoint().host : to.host, to.port);
+  Node& owner = node_at(host_of(to, from), to.port);
   bool refresh_now = false;
   bool changed = false;
   {
@@ -154,7 +161,7 @@ Server& ClusterRouter::moved(const Redirect& to, const Server& from) {
 }
 
 Server& ClusterRouter::asked(const Redirect& to, const Server& from) {
-  return node_at(to.host.empty() ? from.endpoint().host : to.host, to.port).server;
+  return node_at(host_of(to, from), to.port).server;
 }
 
 bool ClusterRouter::serves(const Server& server, std::uint16_t slot) {
@@ -165,12 +172,20 @@ bool ClusterRouter::serves(const Server& server, std::uint16_t slot) {
 bool ClusterRouter::refresh() noexcept {
   std::vector<Node*> order = masters();
   for (const Endpoint& seed : config_.seeds) order.push_back(&node_at(seed.host, seed.port));
-  return std::any_of(order.begin(), order.end(), [this](Node* n) { return refresh_from(*n); });
+  return std::any_of(order.begin(), order.end(), [this](Node* n) { return !stopping() && refresh_from(*n); });
 }
 
+bool ClusterRouter::stopping() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stopping_;
+}
+
+// One node's map, within kAskBound (or less: the caller's deadline): a node
+// that is down or stalled costs little before the next is asked.
 bool ClusterRouter::refresh_from(Node& node) {
   try {
-    const CallDeadline bound(std::chrono::steady_clock::now() + config_.connect_timeout + config_.command_timeout);
+    const auto limit = std::min({config_.connect_timeout, config_.command_timeout, kAskBound});
+    const CallDeadline bound(std::chrono::steady_clock::now() + limit);
     const ReplyPtr r = node.server.command({"CLUSTER", "SLOTS"});
     apply(parse_cluster_slots(*r, node.server.endpoint().host));
     return true;
@@ -189,12 +204,12 @@ void ClusterRouter::apply(const std::vector<SlotRange>& ranges) {
     std::lock_guard<std::mutex> lk(mu_);
     const bool first = refreshed_at_ == std::chrono::steady_clock::time_point{};
     refreshed_at_ = std::chrono::steady_clock::now();
+    std::array<Node*, kSlotCount> fresh{};  // a slot no range names has no master now
     for (const auto& [range, node] : owners) {
-      for (int s = range->first; s <= range->last; ++s) {
-        changed = changed || (!first && owner_[s] != node);
-        owner_[s] = node;
-      }
+      for (int s = range->first; s <= range->last; ++s) fresh[s] = node;
     }
+    changed = !first && fresh != owner_;
+    owner_ = fresh;
   }
   if (changed) {
     log_.info("fairlock: the cluster's slot map changed: checking every claim again");

@@ -33,6 +33,9 @@ class ClusterRouter final : public Router, private Redirects {
  public:
   static constexpr std::chrono::milliseconds kRefreshEvery{1000};
   static constexpr std::chrono::milliseconds kRefreshGap{100};
+  // The longest one node may take to give its map (less if the connect or
+  // command timeout is shorter).
+  static constexpr std::chrono::milliseconds kAskBound{1000};
 
   ClusterRouter(ClusterConfig config, ServerConfig server_config, WakeConfig wake_config, WakeSink& sink,
                 Counters& counters, spdlog::logger& log);
@@ -58,6 +61,7 @@ class ClusterRouter final : public Router, private Redirects {
   void apply(const std::vector<SlotRange>& ranges);
   std::vector<Node*> nodes() const;
   std::vector<Node*> masters() const;  // in the map now
+  bool stopping() const;
 
   const ClusterConfig config_;
   ServerConfig server_config_;

@@ -78,14 +78,19 @@ bool Server::registers_here() { return redirects_ == nullptr || redirects_->serv
 std::vector<ReplyPtr> Server::run_batch(const std::vector<ScriptCall>& calls, Lane lane,
                                         const std::vector<Argv>& tail) {
   if (redirects_ == nullptr) return run_here(calls, lane, tail, false);
-  std::vector<ReplyPtr> replies;
+  return follow(calls, lane, tail, run_noted(calls, lane, tail, false), kMaxRedirects);
+}
+
+// run_here, on a server of a cluster: one found unreachable (or cut off)
+// has the map read again soon (it may have failed over).
+std::vector<ReplyPtr> Server::run_noted(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
+                                        bool asking) {
   try {
-    replies = run_here(calls, lane, tail, false);
+    return run_here(calls, lane, tail, asking);
   } catch (const ConnectionError&) {
     redirects_->unreachable(*this);
     throw;
   }
-  return follow(calls, lane, tail, std::move(replies), kMaxRedirects);
 }
 
 // `asking`: the calls go after ASKING, on the same connection (an -ASK's
@@ -110,9 +115,9 @@ std::vector<ReplyPtr> Server::follow(const std::vector<ScriptCall>& calls, Lane 
       if (to->kind == Redirect::Kind::moved) redirects_->moved(*to, *this);
       continue;
     }
-    if (to->kind == Redirect::Kind::ask) return redirects_->asked(*to, *this).run_here(calls, lane, tail, true);
+    if (to->kind == Redirect::Kind::ask) return redirects_->asked(*to, *this).run_noted(calls, lane, tail, true);
     Server& owner = redirects_->moved(*to, *this);
-    return owner.follow(calls, lane, tail, owner.run_here(calls, lane, tail, false), hops - 1);
+    return owner.follow(calls, lane, tail, owner.run_noted(calls, lane, tail, false), hops - 1);
   }
   return replies;
 }

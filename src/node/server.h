@@ -84,6 +84,8 @@ class Server {
  private:
   std::vector<ReplyPtr> run_here(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
                                  bool asking);
+  std::vector<ReplyPtr> run_noted(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
+                                  bool asking);
   std::vector<ReplyPtr> follow(const std::vector<ScriptCall>& calls, Lane lane, const std::vector<Argv>& tail,
                                std::vector<ReplyPtr> replies, int hops);
   bool registers_here();

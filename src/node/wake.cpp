@@ -187,12 +187,20 @@ void Wake::unwatch(const std::string& name) {
 // Nothing is subscribed any more: waiters poll until signals are back.
 void Wake::unsubscribed() {
   signals_ok_.store(false);
+  std::vector<std::string> names;  // sharded: the names watched here, whose signals were lost
   {
     std::lock_guard<std::mutex> lk(mu_);
     confirmed_.clear();
     refused_.clear();  // the next session asks again (after a failover, maybe of the new owner)
+    if (config_.sharded) {
+      for (const auto& entry : watched_) names.push_back(entry.first);
+    }
   }
-  sink_.recheck(nullptr);  // waiters switch to position-aware polling
+  // Waiters switch to position-aware polling: every waiter, or on a
+  // cluster only those of the names watched on this node (a replica's or a
+  // dead seed's subscriber, failing again and again, wakes nobody).
+  if (!config_.sharded) return sink_.recheck(nullptr);
+  for (const std::string& name : names) sink_.recheck(&name);
 }
 
 void Wake::loop() {
