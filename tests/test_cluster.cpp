@@ -127,28 +127,7 @@ TEST(Cluster, WaitersAreGrantedInArrivalOrder) {
 }
 
 TEST(Cluster, SemaphoreNeverAdmitsMoreThanItsPermits) {
-  RedisCluster& cluster = steady_cluster();
-  const std::string name = unique_name("cluster-sem");
-  std::atomic<int> inside{0}, most{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      Client c(on(cluster));
-      FairSemaphore s(c, name, 2);
-      for (int i = 0; i < 10; ++i) {
-        s.lock();
-        const int now = ++inside;
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
-        std::this_thread::sleep_for(1ms);
-        --inside;
-        s.unlock();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(most.load(), 2);
+  EXPECT_EQ(most_inside_a_semaphore(on(steady_cluster()), unique_name("cluster-sem"), 2), 2);
 }
 
 TEST(Cluster, AsyncWaitIsGrantedOnRelease) {
@@ -423,6 +402,22 @@ TEST(Cluster, ANameFollowsItsSlotToAnotherMaster) {
   l.unlock();
 }
 
+// A holder `a` of `name` and a waiter `b` (try_lock_for 60 s, each with a
+// client of its own) queued behind it on the cluster.
+struct HolderAndWaiter {
+  HolderAndWaiter(RedisCluster& cluster, const std::string& name)
+      : a_client(on(cluster)), b_client(on(cluster)), a(a_client, name), b(b_client, name) {
+    a.lock();
+    a_fence = a.fence();
+    b_done = std::async(std::launch::async, [this] { return b.try_lock_for(60s); });
+    EXPECT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == 1; }, 20000ms)) << "the waiter did not queue";
+  }
+  Client a_client, b_client;
+  FairLock a, b;
+  std::uint64_t a_fence = 0;
+  std::future<bool> b_done;
+};
+
 // The name's slot migrates key by key while a waiter waits: no call of the
 // name can run while its keys are split (TRYAGAIN) or while the slot is
 // half-moved (ASK, then TRYAGAIN at the importing node: a script's keys are
@@ -431,23 +426,18 @@ TEST(Cluster, ANameFollowsItsSlotToAnotherMaster) {
 TEST(Cluster, AWaiterWaitsOutAMigrationKeyByKey) {
   RedisCluster cluster;
   const std::string name = name_on(cluster, 0, "cluster-migrate");
-  Client a_client(on(cluster)), b_client(on(cluster));
-  FairLock a(a_client, name), b(b_client, name);
-  a.lock();
-  const std::uint64_t a_fence = a.fence();
-  auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(60s); });
-  ASSERT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == 1; }, 20000ms));
+  HolderAndWaiter q(cluster, name);
   int moved_keys = 0;
   cluster.migrate_slot(slot_of_name(cluster, name), 2, [&](const std::string&) {
     ++moved_keys;
     std::this_thread::sleep_for(200ms);  // calls meet the split slot meanwhile
   });
   EXPECT_GE(moved_keys, 3);
-  EXPECT_TRUE(a.owns_lock());
-  EXPECT_EQ(a.release(), Released::released);
-  ASSERT_TRUE(b_done.get()) << "the waiter was not granted after the migration";
-  EXPECT_GT(b.fence(), a_fence);
-  b.unlock();
+  EXPECT_TRUE(q.a.owns_lock());
+  EXPECT_EQ(q.a.release(), Released::released);
+  ASSERT_TRUE(q.b_done.get()) << "the waiter was not granted after the migration";
+  EXPECT_GT(q.b.fence(), q.a_fence);
+  q.b.unlock();
 }
 
 // One master stalled (SIGSTOP; no replica to take over, full coverage
@@ -505,20 +495,15 @@ TEST(Cluster, AClientShutsDownPromptlyWhenEveryNodeIsStalled) {
 TEST(Cluster, HolderAndWaiterCarryOnAcrossAFailover) {
   RedisCluster cluster;
   const std::string name = name_on(cluster, 1, "cluster-carry");
-  Client a_client(on(cluster)), b_client(on(cluster));
-  FairLock a(a_client, name), b(b_client, name);
-  a.lock();
-  const std::uint64_t a_fence = a.fence();
-  auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(60s); });
-  ASSERT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == 1; }, 20000ms));
+  HolderAndWaiter q(cluster, name);
   EXPECT_EQ(cluster.node(1).cmd({"WAIT", "1", "5000"}), "1");
   const auto killed = std::chrono::steady_clock::now();
   cluster.kill_master_of_slot_and_wait_failover(slot_of_name(cluster, name));
-  EXPECT_EQ(a.release(), Released::released);
-  ASSERT_TRUE(b_done.get()) << "the waiter did not get its turn on the new master";
-  EXPECT_GT(b.fence(), a_fence);
+  EXPECT_EQ(q.a.release(), Released::released);
+  ASSERT_TRUE(q.b_done.get()) << "the waiter did not get its turn on the new master";
+  EXPECT_GT(q.b.fence(), q.a_fence);
   std::cout << "[ cluster  ] kill -> waiter granted after the holder's release: " << since(killed).count() << " ms\n";
-  b.unlock();
+  q.b.unlock();
 }
 
 // Over TLS (rediss-cluster://, the nodes' TLS ports; see redis_cluster.h),

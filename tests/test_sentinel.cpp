@@ -61,28 +61,7 @@ TEST(Sentinel, CommandsRunInArrivalOrderAcrossProcesses) {
 }
 
 TEST(Sentinel, SemaphoreNeverAdmitsMoreThanItsPermits) {
-  SentinelSet& set = steady_set();
-  const std::string name = unique_name("sentinel-sem");
-  std::atomic<int> inside{0}, most{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      Client c(through(set));
-      FairSemaphore s(c, name, 2);
-      for (int i = 0; i < 10; ++i) {
-        s.lock();
-        const int now = ++inside;
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
-        std::this_thread::sleep_for(1ms);
-        --inside;
-        s.unlock();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(most.load(), 2);
+  EXPECT_EQ(most_inside_a_semaphore(through(steady_set()), unique_name("sentinel-sem"), 2), 2);
 }
 
 // `fairlock run -p 2` processes through the set: each command logs "+"

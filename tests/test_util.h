@@ -2,6 +2,7 @@
 #include <fairlock/fairlock.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -42,6 +43,32 @@ inline LockOptions long_lease() {
   LockOptions l;
   l.lease = std::chrono::seconds(60);
   return l;
+}
+
+// The most holders inside `name` at once while 4 threads, each with a
+// client of its own (`options`), take a semaphore of `permits` 10 times
+// each, holding 1 ms: a semaphore must show exactly `permits`.
+inline int most_inside_a_semaphore(const Options& options, const std::string& name, std::uint32_t permits) {
+  std::atomic<int> inside{0}, most{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      Client c(options);
+      FairSemaphore s(c, name, permits);
+      for (int i = 0; i < 10; ++i) {
+        s.lock();
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        --inside;
+        s.unlock();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return most.load();
 }
 
 // An integer from the environment (a measurement's size), or `fallback`.
