@@ -406,16 +406,20 @@ TEST(Cluster, ANameFollowsItsSlotToAnotherMaster) {
 // client of its own) queued behind it on the cluster.
 struct HolderAndWaiter {
   HolderAndWaiter(RedisCluster& cluster, const std::string& name)
-      : a_client(on(cluster)), b_client(on(cluster)), a(a_client, name), b(b_client, name) {
-    a.lock();
-    a_fence = a.fence();
+      : a_client(on(cluster)), b_client(on(cluster)), a(a_client, name), b(b_client, name), a_fence(locked(a)) {
     b_done = std::async(std::launch::async, [this] { return b.try_lock_for(60s); });
     EXPECT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == 1; }, 20000ms)) << "the waiter did not queue";
   }
   Client a_client, b_client;
   FairLock a, b;
-  std::uint64_t a_fence = 0;
+  std::uint64_t a_fence;
   std::future<bool> b_done;
+
+ private:
+  static std::uint64_t locked(FairLock& l) {
+    l.lock();
+    return l.fence();
+  }
 };
 
 // The name's slot migrates key by key while a waiter waits: no call of the
