@@ -1,9 +1,11 @@
 // The library and the `fairlock` command on a real Redis Cluster
-// (redis_cluster.h, 3 masters + 3 replicas): names on every master reached
-// from one seed, FIFO across clients, a semaphore, the command, a name whose
-// slot moves to another master (between calls, and key by key while a
-// waiter waits), a holder and a waiter across the SIGKILL of their master,
-// and keyspace mode refused.
+// (redis_cluster.h, 3 masters + 3 replicas): the slot of a key, names on
+// every master reached from one seed, FIFO across clients, a semaphore, the
+// async API, the command, list/inspect/evict, the heartbeat per master, the
+// sharded wake (SPUBLISH, a refused channel), sync_replicas per shard,
+// keyspace mode refused, a name whose slot moves (between calls, and key by
+// key while a waiter waits), a stalled master, a stalled cluster at
+// shutdown, a holder and a waiter across the SIGKILL of their master, TLS.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -265,7 +267,7 @@ TEST(Cluster, AGrantComesBySpublishOnTheNamesShardChannel) {
   const auto released = std::chrono::steady_clock::now();
   a.unlock();
   t.join();
-  EXPECT_LT(since(released), 1500ms);  // the slow heartbeat and the waiter's timer are seconds away
+  EXPECT_LT(since(released), 5000ms);  // (the counters below say what woke it)
   EXPECT_EQ(client.stats().wakes_signal, 1u);
   EXPECT_EQ(client.stats().wakes_timer, 0u);
   b.unlock();
@@ -289,7 +291,7 @@ TEST(Cluster, AnAsyncWaitIsWokenBySpublish) {
   auto result = got.get_future();
   ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
   EXPECT_TRUE(result.get().granted());
-  EXPECT_LT(since(released), 1500ms);
+  EXPECT_LT(since(released), 5000ms);
   EXPECT_EQ(client.stats().wakes_signal, 1u);
   EXPECT_LE(client.stats().wakes_timer - timer_before, 1u);  // one poll may be under way as it confirms
   b.unlock();
@@ -323,14 +325,14 @@ TEST(Cluster, ARefusedShardChannelFallsBackToPollingAndIsGranted) {
   a.lock();
   std::thread t([&] { b.lock(); });
   ASSERT_TRUE(eventually([&] { return zcard(master, name, "q") == 1; }));
+  std::this_thread::sleep_for(3000ms);  // the waiter polls meanwhile: a storm of SSUBSCRIBEs would show
   const auto released = std::chrono::steady_clock::now();
   a.unlock();
   t.join();
-  EXPECT_LT(since(released), 1500ms);  // polled at the head: 10 ms, not a heartbeat period
+  EXPECT_LT(since(released), 5000ms);  // polled at the head every 10 ms (the counters say how)
   b.unlock();
   EXPECT_EQ(client.stats().wakes_signal, 0u);
   EXPECT_GE(client.stats().wakes_timer, 1u);
-  std::this_thread::sleep_for(300ms);  // a storm would show by now
   EXPECT_EQ(refused_ssubscribes(master) - refused_before, 1);
 }
 
@@ -344,7 +346,7 @@ TEST(Cluster, ARefusedShardChannelFallsBackToPollingAndIsGranted) {
 // while the other masters' names are granted.
 TEST(Cluster, SyncReplicasWaitsForTheReplicaOfTheGrantingMaster) {
   RedisCluster cluster;
-  Options o = on(cluster);
+  Options o = slow_heartbeat_on(cluster);
   o.sync_replicas = 1;
   Client c(o), other(o);
   std::vector<long long> publishes;
@@ -354,12 +356,16 @@ TEST(Cluster, SyncReplicasWaitsForTheReplicaOfTheGrantingMaster) {
     const long long waits = command_calls(cluster.node(m), "wait");
     FairLock a(c, name), b(other, name);
     a.lock();
+    EXPECT_GE(command_calls(cluster.node(m), "wait") - waits, 1) << "master " << m << ": the grant's WAIT";
     auto b_done = std::async(std::launch::async, [&] { return b.try_lock_for(20s); });
     ASSERT_TRUE(eventually([&] { return zcard(cluster.node(m), name, "q") == 1; }, 20000ms));
+    const long long queued = command_calls(cluster.node(m), "wait");
     a.unlock();
     ASSERT_TRUE(b_done.get()) << "master " << m;
+    // The woken waiter's own WAIT, confirming the handoff (heartbeat rounds
+    // are 3.3 s apart: liveness 30 s).
+    EXPECT_GE(command_calls(cluster.node(m), "wait") - queued, 1) << "master " << m << ": the handoff's WAIT";
     b.unlock();
-    EXPECT_GE(command_calls(cluster.node(m), "wait") - waits, 2) << "master " << m;
   }
   for (int m = 0; m < 3; ++m) EXPECT_EQ(command_calls(cluster.node(m), "publish"), publishes[m]) << "master " << m;
   const std::string stalled = name_on(cluster, 0, "cluster-sync-stalled");
@@ -403,10 +409,10 @@ TEST(Cluster, ANameFollowsItsSlotToAnotherMaster) {
 }
 
 // A holder `a` of `name` and a waiter `b` (try_lock_for 60 s, each with a
-// client of its own) queued behind it on the cluster.
+// client of its own, on `o`) queued behind it on the cluster.
 struct HolderAndWaiter {
-  HolderAndWaiter(RedisCluster& cluster, const std::string& name)
-      : a_client(on(cluster)), b_client(on(cluster)), a(a_client, name), b(b_client, name), a_fence(locked(a)) {
+  HolderAndWaiter(RedisCluster& cluster, const std::string& name, const Options& o)
+      : a_client(o), b_client(o), a(a_client, name), b(b_client, name), a_fence(locked(a)) {
     b_done = std::async(std::launch::async, [this] { return b.try_lock_for(60s); });
     EXPECT_TRUE(eventually([&] { return zcard_at(cluster, name, "q") == 1; }, 20000ms)) << "the waiter did not queue";
   }
@@ -430,7 +436,7 @@ struct HolderAndWaiter {
 TEST(Cluster, AWaiterWaitsOutAMigrationKeyByKey) {
   RedisCluster cluster;
   const std::string name = name_on(cluster, 0, "cluster-migrate");
-  HolderAndWaiter q(cluster, name);
+  HolderAndWaiter q(cluster, name, on(cluster));
   int moved_keys = 0;
   cluster.migrate_slot(slot_of_name(cluster, name), 2, [&](const std::string&) {
     ++moved_keys;
@@ -494,13 +500,15 @@ TEST(Cluster, AClientShutsDownPromptlyWhenEveryNodeIsStalled) {
 }
 
 // A holder and a waiter across the SIGKILL of their master: the replica is
-// promoted (with the grant, replicated by WAIT before the kill), the
-// holder's release runs there and hands over to the waiter.
+// promoted (with the grant: sync_replicas 1, the holder's lock returned once
+// the replica had it), the holder's release runs there and hands over to
+// the waiter.
 TEST(Cluster, HolderAndWaiterCarryOnAcrossAFailover) {
   RedisCluster cluster;
   const std::string name = name_on(cluster, 1, "cluster-carry");
-  HolderAndWaiter q(cluster, name);
-  EXPECT_EQ(cluster.node(1).cmd({"WAIT", "1", "5000"}), "1");
+  Options o = on(cluster);
+  o.sync_replicas = 1;
+  HolderAndWaiter q(cluster, name, o);
   const auto killed = std::chrono::steady_clock::now();
   cluster.kill_master_of_slot_and_wait_failover(slot_of_name(cluster, name));
   EXPECT_EQ(q.a.release(), Released::released);

@@ -111,7 +111,10 @@ TEST(Wake, ARefusedShardChannelIsAskedForAgainOnlyByANewWatch) {
   ASSERT_EQ(wake.start(), Notify::publish);
   EXPECT_LT(since(started), milliseconds(2500));  // ready once connected (no channel to confirm), not at the timeout
   ASSERT_TRUE(sink.wait_for([&] { return !sink.rechecks.empty(); }));  // every waiter, once subscribed
-  sink.rechecks.clear();
+  {
+    const std::lock_guard<std::mutex> lk(sink.mu);
+    sink.rechecks.clear();
+  }
   const std::string ok = unique_name("ok"), no = unique_name("no");
   ASSERT_TRUE(wake.watch(ok));
   server().cmd({"SPUBLISH", shard_channel(ok, cid), "s" + cid + ":0a:10000 42"});
