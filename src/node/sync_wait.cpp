@@ -17,6 +17,12 @@ int SyncTail::acks(const std::vector<ReplyPtr>& replies) const {
     if (is_error(publish)) throw_reply_error(publish, "PUBLISH");
   }
   const redisReply& wait = *replies.back();
+  // A node that became a replica (a cluster's old master, back after its
+  // failover: the calls before it were redirected, nothing ran): asked
+  // again, of the master, as after any failover.
+  if (reply_error(wait).find("cannot be used with replica") != std::string_view::npos) {
+    throw ConnectionError("redis: WAIT on a replica (the node was failed over): " + std::string(reply_error(wait)));
+  }
   if (is_error(wait)) throw_reply_error(wait, "WAIT");
   return static_cast<int>(reply_integer(wait));
 }
