@@ -191,6 +191,31 @@ TEST(Cluster, ListInspectAndEvictReachEveryMaster) {
   }
 }
 
+// A client whose claims are all on other masters than its registration's
+// (the master of its own slot, docs/PROTOCOL.md "Who") stays registered
+// while it holds them: no call of its reaches that master, so the heartbeat
+// refreshes it there. Held for over twice the registration's expiry (3 s).
+TEST(Cluster, AClientHoldingOnlyElsewhereStaysRegistered) {
+  RedisCluster& cluster = steady_cluster();
+  Options o = on(cluster);
+  o.liveness_ttl = 1000ms;  // the registration's expiry: 3 s (its floor)
+  Client c(o);
+  FairLock probe(c, name_on(cluster, 0, "cluster-who-probe"));
+  probe.lock();
+  const std::string cid = c.inspect(probe.name()).holders.at(0).client_id;
+  ASSERT_FALSE(cid.empty());
+  const std::string who = "fairlock:client:{" + cid + "}";
+  const int home = cluster.master_of_slot(cluster.slot_of(who));
+  FairLock elsewhere(c, name_on(cluster, (home + 1) % 3, "cluster-who"));
+  elsewhere.lock();
+  EXPECT_EQ(probe.release(), Released::released);
+  std::this_thread::sleep_for(7000ms);
+  EXPECT_NE(cluster.node(home).cmd({"EXISTS", who}), "0") << "the registration on master " << home << " expired";
+  const QueueState state = c.inspect(elsewhere.name());
+  ASSERT_EQ(state.holders.size(), 1u);
+  EXPECT_EQ(state.holders.front().pid, static_cast<long long>(getpid()));
+}
+
 // Four held names on each master: each heartbeat round is one pipelined
 // round trip per master (Stats::heartbeats counts round trips) carrying
 // that master's four names, never a round trip per name.

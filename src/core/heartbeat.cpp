@@ -109,7 +109,19 @@ void Heartbeat::beat() {
     Server& server = router_->for_keys(m->keys()).server;
     by_server[&server][m->name()].items.emplace_back(m, std::move(*item));
   }
+  if (by_server.empty()) return;  // an idle client's registration may expire (node/registration.h)
   beat_servers(by_server);
+  keep_registered_elsewhere(by_server);
+}
+
+// A client with claims stays registered: on a cluster its registration's
+// master may hold none of them (no call there refreshes it). Bounded by a
+// period, as a beat of one of several servers.
+void Heartbeat::keep_registered_elsewhere(const std::map<Server*, std::map<std::string, Group>>& by_server) {
+  const CallDeadline bound(steady_clock::now() + registry_.heartbeat_period());
+  router_->for_each([&](Node& node) {
+    if (by_server.count(&node.server) == 0) node.server.keep_registered();
+  });
 }
 
 // Every server's round trip, those that failed last time last. With

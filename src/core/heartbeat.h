@@ -77,6 +77,7 @@ class Heartbeat {
   void beat_servers(std::map<Server*, std::map<std::string, Group>>& by_server);
   // False if the round trip failed; `bounded`: within a period (and a WAIT).
   bool beat_server(Server& server, std::map<std::string, Group>& groups, bool bounded);
+  void keep_registered_elsewhere(const std::map<Server*, std::map<std::string, Group>>& by_server);
 
   const std::chrono::milliseconds liveness_;
   Registry& registry_;

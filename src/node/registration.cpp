@@ -18,10 +18,14 @@ Registration::Registration(std::string key, std::string value, std::chrono::mill
       expiry_ms_(std::to_string(expiry.count())),
       refresh_every_(expiry / 3) {}
 
-std::optional<Argv> Registration::due(Time now) {
-  if (key_.empty() || removed_.load()) return std::nullopt;
+bool Registration::is_due(Time now) const {
+  if (key_.empty() || removed_.load()) return false;
   const std::int64_t at = written_at_ns_.load();
-  if (at >= 0 && ns(now) - at < std::chrono::nanoseconds(refresh_every_).count()) return std::nullopt;
+  return at < 0 || ns(now) - at >= std::chrono::nanoseconds(refresh_every_).count();
+}
+
+std::optional<Argv> Registration::due(Time now) {
+  if (!is_due(now)) return std::nullopt;
   tried_.store(true);
   return Argv{"SET", key_, value_, "PX", expiry_ms_};
 }

@@ -23,9 +23,11 @@ class Registration {
   // An empty key: no registration (nothing is ever sent).
   Registration(std::string key, std::string value, std::chrono::milliseconds expiry);
 
-  // The SET to send with a round trip starting at `now`, if one is due: the
-  // key was never written, or a third of its expiry has passed since. The
-  // caller sends it (a SET sent may have run even without a reply).
+  // A SET is due at `now`: the key was never written, or a third of its
+  // expiry has passed since (no side effect: a check for every call).
+  bool is_due(Time now) const;
+  // The SET to send with a round trip starting at `now`, if one is due.
+  // The caller sends it (a SET sent may have run even without a reply).
   std::optional<Argv> due(Time now);
   // The reply to the SET sent at `sent_at`.
   void written(const redisReply& reply, Time sent_at);

@@ -128,7 +128,9 @@ std::vector<ReplyPtr> Server::follow(const std::vector<ScriptCall>& calls, Lane 
 std::vector<ReplyPtr> Server::run_riding(Connection& c, const std::vector<ScriptCall>& calls,
                                          const std::vector<Argv>& tail) {
   const auto now = std::chrono::steady_clock::now();
-  const std::optional<Argv> refresh = registers_here() ? registration_.due(now) : std::nullopt;
+  // (is_due first: on a cluster, registers_here() takes the router's lock)
+  const std::optional<Argv> refresh =
+      registration_.is_due(now) && registers_here() ? registration_.due(now) : std::nullopt;
   if (!refresh) return scripts_.run(c, calls, target_.command_timeout, tail);
   std::vector<Argv> with_refresh = tail;
   with_refresh.push_back(*refresh);
@@ -136,6 +138,17 @@ std::vector<ReplyPtr> Server::run_riding(Connection& c, const std::vector<Script
   registration_.written(*replies.back(), now);
   replies.pop_back();
   return replies;
+}
+
+void Server::keep_registered() noexcept {
+  if (!registration_.is_due(std::chrono::steady_clock::now()) || !registers_here()) return;
+  try {
+    heartbeat_.with([this](Connection& c) {
+      registration_.write(c);
+      return true;
+    });
+  } catch (const std::exception&) {  // the next round tries again
+  }
 }
 
 ReplyPtr Server::command(const Argv& argv) {

@@ -54,6 +54,10 @@ class Server {
   // kUnregisterBound.
   static constexpr std::chrono::milliseconds kUnregisterBound{500};
   void unregister() noexcept;
+  // The registration's refresh alone, on the heartbeat lane, if it is due
+  // and this server keeps it: on a cluster, its slot's master may hold none
+  // of the client's claims, so no call there carries the refresh.
+  void keep_registered() noexcept;
   // One script call; an error reply is returned in place.
   ReplyPtr run_one(ScriptCall call);
   // Script calls in one round trip; error replies are left in place. On the
