@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instructions redis-server executes per lock operation, counted by callgrind.
 
-    python3 bench/instructions.py [--lua DIR] [--cycles N] [--cluster] [--masters N]
+    python3 bench/instructions.py [--lua DIR] [--cycles N] [--cluster] [--masters N] [--publish]
 
 Starts its own redis-server under `valgrind --tool=callgrind`, reached
 through a unix socket in a directory of its own (no TCP port: nothing else can
@@ -55,8 +55,12 @@ and 394,484-397,125 on it, 251-1,543 on each other master with 248-1,514
 idle over the same time: net -138 to +139 per grant, i.e. at most one
 second of an idle master's timers and gossip (140,000 to 210,000
 instructions) over the 1000 grants, noise of the dumps' timing (hz 1). With
-SPUBLISH nothing of a grant reaches the other masters; bench/cluster.cpp
-measures what classic PUBLISH cost them (CPU per grant).
+SPUBLISH nothing of a grant reaches the other masters. --publish (members in
+mode "p", classic PUBLISH, as before protocol 8) shows the method sees a
+cost when there is one: net 1,713-2,337 per contended grant on each other
+master (one run), the pair unchanged (it signals nobody). Callgrind counts
+user space only; bench/cluster.cpp measured 10 µs of CPU per PUBLISH on each
+other master, most of it, I infer, in the kernel.
 """
 import argparse
 import glob
@@ -368,6 +372,7 @@ def main():
     ap.add_argument("--cycles", type=int, default=1000, help="cycles counted per figure (default 1000)")
     ap.add_argument("--cluster", action="store_true", help="a one-master Redis Cluster instead of a plain server")
     ap.add_argument("--masters", type=int, default=1, help="a Redis Cluster of that many masters (2 or more)")
+    ap.add_argument("--publish", action="store_true", help="on a cluster too, members wake by classic PUBLISH")
     args = ap.parse_args()
     cluster = args.cluster or args.masters > 1
     for tool in ("valgrind", "callgrind_control", "redis-server"):
@@ -382,7 +387,7 @@ def main():
             servers.append(Server(cluster))
         if cluster:
             form_cluster(servers)
-            WAKE[0] = "s"
+            WAKE[0] = "p" if args.publish else "s"
         text, name = library(args.lua)
         for s in servers:
             s.conn("FUNCTION", "LOAD", text)
