@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instructions redis-server executes per lock operation, counted by callgrind.
 
-    python3 bench/instructions.py [--lua DIR] [--cycles N] [--cluster]
+    python3 bench/instructions.py [--lua DIR] [--cycles N] [--cluster] [--masters N] [--publish]
 
 Starts its own redis-server under `valgrind --tool=callgrind`, reached
 through a unix socket in a directory of its own (no TCP port: nothing else can
@@ -25,10 +25,42 @@ per round trip (bench/run.sh measures time). Needs valgrind, redis-server and
 cmake (to run cmake/EmbedLua.cmake); takes about 15 s.
 
 --cluster: the server is a Redis Cluster of that one master (cluster-enabled,
-every slot its own; its bus on a free loopback port, no other node): what
-cluster mode adds per operation on the master that owns the name. It leaves
-out what a PUBLISH costs the other masters (sent over the bus to every node):
-bench/cluster.cpp measures that as CPU per grant.
+every slot its own; its bus and a TCP port for CLUSTER MEET on free loopback
+ports, no other node; the script still talks through the unix socket): what
+cluster mode adds per operation on the master that owns the name. Members
+then wake by SPUBLISH (mode "s"), as the C++ client's do on a cluster.
+
+--masters 3 (any N of 2 or more): a running Redis Cluster of N masters (no
+replicas), each under callgrind, formed as tests/redis_cluster.cpp forms one
+(SET-CONFIG-EPOCH, ADDSLOTSRANGE of 1/N of the slots each, MEET), members in
+mode "s", the library loaded on each, and
+64 names (n0 .. n63) each sent to the master of its slot (CLUSTER KEYSLOT).
+For the uncontended pair and the contended grant (unfair pair left out):
+  every name in turn   each master's share of the grants (its names' share:
+                       every name as often) and its instructions per grant
+                       it served, timers included
+  one master's names   its instructions per grant, and the OTHER masters'
+                       per grant: what a grant costs the rest of the
+                       cluster; then the same counts over the same wall
+                       time with no calls (idle: timers, gossip) and the
+                       difference (net)
+Takes about 2.5 minutes. Measured on 2 vCPUs (AMD EPYC VM, Redis 7.0.15,
+valgrind 3.19, load 2-5 from other work), protocol 8, 1000 cycles (960 for
+every name in turn), two runs: 64 names split 22 / 20 / 22 (34 / 31 / 34 %
+of the grants); per grant a master served 180,107-180,867 (pair) and
+397,849-401,615 (contended grant), against 180,468-180,676 and
+390,803-392,267 for --cluster and 167,008-167,515 and 373,721-373,722
+standalone in the same runs; over one master's names alone 178,147-178,842
+and 394,484-397,125 on it, 251-1,543 on each other master with 248-1,514
+idle over the same time: net -138 to +139 per grant, i.e. at most one
+second of an idle master's timers and gossip (140,000 to 210,000
+instructions) over the 1000 grants, noise of the dumps' timing (hz 1). With
+SPUBLISH nothing of a grant reaches the other masters. --publish (members in
+mode "p", classic PUBLISH, as before protocol 8) shows the method sees a
+cost when there is one: net 1,713-2,337 per contended grant on each other
+master (one run), the pair unchanged (it signals nobody). Callgrind counts
+user space only; bench/cluster.cpp measured 10 µs of CPU per PUBLISH on each
+other master, most of it, I infer, in the kernel.
 """
 import argparse
 import glob
@@ -43,6 +75,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUNCTIONS = {}  # operation -> the loaded library's function name (set in main)
+WAKE = ["p"]  # the members' wake mode (set in main): "s" (sharded) on a cluster, as the C++ client
+SLOTS = 16384
+WARM_UP = 200  # calls of a cycle before the counting starts
 KEY_SUFFIXES = []  # the keys of a name the scripts take, in order (set in main: 7 since protocol version 7)
 UNFAIR_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
@@ -124,10 +159,14 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="fairlock-instructions.")
         self.out = os.path.join(self.dir, "callgrind.out")
         sock = os.path.join(self.dir, "redis.sock")
+        # A cluster node listens on loopback ports too: CLUSTER MEET names a node by its port and bus port.
+        self.port, self.bus = (free_port(), free_port()) if cluster else (0, 0)
+        cluster_args = ["--cluster-enabled", "yes", "--cluster-port", str(self.bus), "--bind", "127.0.0.1",
+                        "--cluster-node-timeout", "60000"]  # no node failed for being slow under callgrind
         self.proc = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out, "--dump-instr=no",
-             "redis-server", "--port", "0", "--unixsocket", sock, "--hz", "1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir] + (cluster_args() if cluster else []),
+             "redis-server", "--port", str(self.port), "--unixsocket", sock, "--hz", "1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir] + (cluster_args if cluster else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while True:
@@ -137,10 +176,6 @@ class Server:
                 break
             except (OSError, RuntimeError):
                 self.check(deadline, "redis-server did not start under callgrind")
-        if cluster:
-            self.conn("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-            while "cluster_state:ok" not in self.conn("CLUSTER", "INFO"):
-                self.check(deadline, "the one-node cluster did not say cluster_state:ok")
 
     def check(self, deadline, why):
         """Waits a little; stops the server and raises `why` if it died or the deadline passed."""
@@ -154,14 +189,8 @@ class Server:
         if done.returncode != 0:
             raise RuntimeError("callgrind_control %s failed: %s" % (option, done.stderr.strip() or done.stdout))
 
-    def instructions_of(self, cycle, n):
-        """Instructions per call of cycle(i), over calls warm-up .. warm-up + n."""
-        warm_up = 200
-        for i in range(warm_up):
-            cycle(i)
-        self.control("--zero")
-        for i in range(warm_up, warm_up + n):
-            cycle(i)
+    def dump(self):
+        """The instructions executed since the last --zero."""
         before = set(glob.glob(self.out + "*"))
         self.control("--dump")
         deadline = time.monotonic() + 30
@@ -169,7 +198,7 @@ class Server:
             for dump in set(glob.glob(self.out + "*")) - before:
                 for line in open(dump):
                     if line.startswith("totals:"):
-                        return int(line.split()[1]) / n
+                        return int(line.split()[1])
             time.sleep(0.05)
         raise RuntimeError("callgrind wrote no dump with totals within 30 s")
 
@@ -183,12 +212,49 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def cluster_args():
-    """A cluster-enabled server (plain port 0: clients use the unix socket) with its bus on a free loopback port."""
+def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        bus = s.getsockname()[1]
-    return ["--cluster-enabled", "yes", "--cluster-port", str(bus), "--bind", "127.0.0.1"]
+        return s.getsockname()[1]
+
+
+def first_slot(j, masters):
+    return j * SLOTS // masters
+
+
+def form_cluster(servers):
+    """Master j serves the j-th share of the slots, the first meets the others; waits for cluster_state:ok
+    on each (as tests/redis_cluster.cpp, without replicas)."""
+    for j, s in enumerate(servers):
+        s.conn("CLUSTER", "SET-CONFIG-EPOCH", j + 1)
+        s.conn("CLUSTER", "ADDSLOTSRANGE", first_slot(j, len(servers)), first_slot(j + 1, len(servers)) - 1)
+    for s in servers[1:]:
+        servers[0].conn("CLUSTER", "MEET", "127.0.0.1", s.port, s.bus)
+    deadline = time.monotonic() + 120
+    for s in servers:
+        while "cluster_state:ok" not in s.conn("CLUSTER", "INFO"):
+            s.check(deadline, "the cluster did not say cluster_state:ok")
+
+
+def count(servers, cycle, n):
+    """Instructions each server executed over calls WARM_UP .. WARM_UP + n of cycle(i), and their wall time."""
+    for i in range(WARM_UP):
+        cycle(i)
+    for s in servers:
+        s.control("--zero")
+    start = time.monotonic()
+    for i in range(WARM_UP, WARM_UP + n):
+        cycle(i)
+    elapsed = time.monotonic() - start
+    return [s.dump() for s in servers], elapsed
+
+
+def idle(servers, seconds):
+    """Instructions each server executed over `seconds` of no calls: its timers and the cluster's gossip."""
+    for s in servers:
+        s.control("--zero")
+    time.sleep(seconds)
+    return [s.dump() for s in servers]
 
 
 def keys(name):
@@ -206,56 +272,98 @@ LEASE_MS = 30000
 
 def member(i):
     # one process (client id), a token per participant, the wait's lease (protocol versions 6 and 7)
-    return "p1a2b3c4d5e6f708:%024x:%d" % (i, LEASE_MS)
+    return "%s1a2b3c4d5e6f708:%024x:%d" % (WAKE[0], i, LEASE_MS)
 
 
-def uncontended_pair(conn):
+def uncontended_pair(route, names):
+    """Cycle i: an idle name of `names` in turn; route(name) is the connection to its server."""
     def cycle(i):
-        k, m = keys("idle%d" % (i % 64)), member(i)
-        replies = conn.pipeline([["FCALL", FUNCTIONS["acquire"], len(k)] + k + [m, 1, LEASE_MS, 5000, "f"],
-                                 ["FCALL", FUNCTIONS["release"], len(k)] + k + [m, 1]])
+        name = names[i % len(names)]
+        k, m = keys(name), member(i)
+        replies = route(name).pipeline([["FCALL", FUNCTIONS["acquire"], len(k)] + k + [m, 1, LEASE_MS, 5000, "f"],
+                                        ["FCALL", FUNCTIONS["release"], len(k)] + k + [m, 1]])
         if replies != [[1, replies[0][1], LEASE_MS], 1]:
             raise RuntimeError("uncontended pair: %r" % replies)
     return cycle
 
 
-def contended_grant(conn):
-    k = keys("busy")
-    queue = []
+def contended_grant(route, names):
+    """Cycle i: a grant on the busy name of `names` in turn (each a holder and 5 queued waiters)."""
+    state = {}  # name -> [holder, its queue, the release's hint]
 
-    def acquire(m):
-        return conn(*(["FCALL", FUNCTIONS["acquire"], len(k)] + k + [m, 1, LEASE_MS, 5000, "f"]))
+    def acquire(name, m):
+        k = keys(name)
+        return route(name)(*(["FCALL", FUNCTIONS["acquire"], len(k)] + k + [m, 1, LEASE_MS, 5000, "f"]))
 
-    holder = member(10**9)
-    if acquire(holder)[0] != 1:
-        raise RuntimeError("contended grant: the first acquire was not granted")
-    for j in range(5):
-        queue.append(member(10**9 + 1 + j))
-        acquire(queue[-1])
-
-    queued_first = []  # the first holder was granted at once, every later one after queueing
+    for name in names:
+        holder = member(10**9)
+        if acquire(name, holder)[0] != 1:
+            raise RuntimeError("contended grant: the first acquire was not granted")
+        queue = [member(10**9 + 1 + j) for j in range(5)]
+        for m in queue:
+            acquire(name, m)
+        state[name] = [holder, queue, []]  # the first holder was granted at once, every later one after queueing
 
     def cycle(i):
-        nonlocal holder, queued_first
+        name = names[i % len(names)]
+        k, (holder, queue, queued_first) = keys(name), state[name]
         queue.append(member(i))
-        replies = conn.pipeline([["FCALL", FUNCTIONS["acquire"], len(k)] + k + [queue[-1], 1, LEASE_MS, 5000, "f"],
-                                 ["FCALL", FUNCTIONS["release"], len(k)] + k + [holder, 1] + queued_first])
+        replies = route(name).pipeline(
+            [["FCALL", FUNCTIONS["acquire"], len(k)] + k + [queue[-1], 1, LEASE_MS, 5000, "f"],
+             ["FCALL", FUNCTIONS["release"], len(k)] + k + [holder, 1] + queued_first])
         if replies[0][0] != 0 or replies[1] != 1:
             raise RuntimeError("contended grant: %r" % replies)
-        holder = queue.pop(0)
-        queued_first = ["h"]  # as the client says it (release's hint)
+        state[name] = [queue.pop(0), queue, ["h"]]  # as the client says it (release's hint)
     return cycle
 
 
-def unfair_pair(conn):
+def unfair_pair(route, names):
+    conn = route(names[0])
     sha = conn("SCRIPT", "LOAD", UNFAIR_RELEASE)
 
     def cycle(i):
-        key, m = "unfair:{idle%d}" % (i % 64), member(i)
+        key, m = "unfair:{%s}" % names[i % len(names)], member(i)
         replies = conn.pipeline([["SET", key, m, "NX", "PX", 30000], ["EVALSHA", sha, 1, key, m]])
         if replies != ["OK", 1]:
             raise RuntimeError("unfair pair: %r" % replies)
     return cycle
+
+
+def spread(servers, names, cycles):
+    """Per master: its share of the grants and instructions per grant over names on every master in turn; then
+    per master, over its own names only: its instructions per grant and those of the others (less their idle)."""
+    n = len(servers)
+    owner = {name: max(j for j in range(n) if first_slot(j, n) <= slot)
+             for name, slot in ((name, servers[0].conn("CLUSTER", "KEYSLOT", keys(name)[0])) for name in names)}
+    own = [[name for name in names if owner[name] == j] for j in range(n)]
+
+    def route(name):
+        return servers[owner[name]].conn
+
+    def others(values, j, per):  # the other masters' values per grant
+        return ", ".join("%.0f" % (values[k] / per) for k in range(n) if k != j)
+
+    print("%d names over %d masters: %s" % (len(names), n, " / ".join(str(len(o)) for o in own)), flush=True)
+    for label, make in [("fairlock uncontended pair", uncontended_pair),
+                        ("fairlock contended grant", contended_grant)]:
+        for s in servers:
+            s.conn("FLUSHALL")
+        rounds = max(1, cycles // len(names))  # every name as often
+        totals, _ = count(servers, make(route, names), rounds * len(names))
+        print("%s, every name in turn (%d grants):" % (label, rounds * len(names)))
+        for j in range(n):
+            print("  master %d: %5.1f %% of the grants, %9.0f instructions per grant it served"
+                  % (j, 100.0 * len(own[j]) / len(names), totals[j] / (rounds * len(own[j]))))
+        print("%s, the names of one master only (%d grants each):" % (label, cycles))
+        for j in range(n):
+            for s in servers:
+                s.conn("FLUSHALL")
+            totals, elapsed = count(servers, make(route, own[j]), cycles)
+            base = idle(servers, elapsed)
+            net = [t - b for t, b in zip(totals, base)]
+            print("  master %d: %9.0f per grant; the others %s per grant (idle over the same %.1f s: %s; net %s)"
+                  % (j, totals[j] / cycles, others(totals, j, cycles), elapsed, others(base, j, cycles),
+                     others(net, j, cycles)), flush=True)
 
 
 def main():
@@ -263,27 +371,42 @@ def main():
     ap.add_argument("--lua", default=os.path.join(ROOT, "lua"), help="directory of the scripts (default: lua/)")
     ap.add_argument("--cycles", type=int, default=1000, help="cycles counted per figure (default 1000)")
     ap.add_argument("--cluster", action="store_true", help="a one-master Redis Cluster instead of a plain server")
+    ap.add_argument("--masters", type=int, default=1, help="a Redis Cluster of that many masters (2 or more)")
+    ap.add_argument("--publish", action="store_true", help="on a cluster too, members wake by classic PUBLISH")
     args = ap.parse_args()
+    cluster = args.cluster or args.masters > 1
     for tool in ("valgrind", "callgrind_control", "redis-server"):
         if not shutil.which(tool):
             sys.exit("instructions.py: %s is not installed (apt-get install valgrind redis-server)" % tool)
     # A timeout's SIGTERM ends the run through the finally below (server and
     # directory removed), not in the middle of it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("instructions.py: terminated"))
-    server = Server(args.cluster)
+    servers = []
     try:
+        for _ in range(args.masters):
+            servers.append(Server(cluster))
+        if cluster:
+            form_cluster(servers)
+            WAKE[0] = "p" if args.publish else "s"
         text, name = library(args.lua)
-        server.conn("FUNCTION", "LOAD", text)
+        for s in servers:
+            s.conn("FUNCTION", "LOAD", text)
         FUNCTIONS.update(acquire=name + "_acquire", release=name + "_release")
         KEY_SUFFIXES[:] = key_suffixes(text)
-        rows = [("fairlock uncontended pair", uncontended_pair), ("fairlock contended grant", contended_grant),
-                ("unfair pair", unfair_pair)]
-        for label, make in rows:
+        if args.masters > 1:
+            spread(servers, ["n%d" % j for j in range(64)], args.cycles)
+            return
+        server = servers[0]
+        rows = [("fairlock uncontended pair", uncontended_pair, ["idle%d" % j for j in range(64)]),
+                ("fairlock contended grant", contended_grant, ["busy"]),
+                ("unfair pair", unfair_pair, ["idle%d" % j for j in range(64)])]
+        for label, make, names in rows:
             server.conn("FLUSHALL")
-            n = server.instructions_of(make(server.conn), args.cycles)
-            print("%-28s %9.0f instructions" % (label, n), flush=True)
+            totals, _ = count(servers, make(lambda name: server.conn, names), args.cycles)
+            print("%-28s %9.0f instructions" % (label, totals[0] / args.cycles), flush=True)
     finally:
-        server.stop()
+        for s in servers:
+            s.stop()
 
 
 if __name__ == "__main__":
