@@ -577,9 +577,9 @@ TEST_P(AclPermission, IsNeeded) {
     return;
   }
   ASSERT_FALSE(w.errors.empty()) << "without '" << dropped << "' everything still works: not needed";
-  EXPECT_TRUE(is_permission_error(w.errors.front()))
+  EXPECT_TRUE(is_permission_error(permission_errors(w.errors.front())))
       << "without '" << dropped << "', the error is unclear:" << joined(w.errors);
-  std::cout << "[figures] without '" << dropped << "': " << w.errors.front().substr(0, 140) << std::endl;
+  std::cout << "[figures] without '" << dropped << "': " << one_line(permission_errors(w.errors.front())) << std::endl;
 }
 
 std::vector<std::string> droppable() {
@@ -607,7 +607,8 @@ TEST(Security, UserWithoutPermissionsGetsAClearError) {
     set_user(s, "limited", "pw", u.rule);
     Workload w = workload(s, "limited", "pw");
     ASSERT_FALSE(w.errors.empty()) << u.what << ": no error at all";
-    EXPECT_TRUE(is_permission_error(w.errors.front())) << u.what << ": the first error is unclear:" << joined(w.errors);
+    EXPECT_TRUE(is_permission_error(permission_errors(w.errors.front())))
+        << u.what << ": the first error is unclear:" << joined(w.errors);
     std::cout << "[figures] user with " << u.what << ": " << w.errors.size()
               << " errors, first: " << (w.errors.empty() ? "-" : w.errors[0].substr(0, 160)) << std::endl;
   }
