@@ -25,6 +25,7 @@ figures = {
     "tamper cases recovered": len([l for l in lines if l.startswith("tamper '") and l.endswith("recovered yes")]),
     "bad inputs tried": total(r"(\d+) inputs tried"),
     "ACL permissions shown needed": len([l for l in lines if l.startswith("without '")]),
+    "ACL permissions shown needed on a cluster": len([l for l in lines if l.startswith("cluster, without '")]),
     "tokens checked": total(r"(\d+) tokens from"),
     "belief overlaps (user's view)": total(r"; (\d+) belief overlaps"),
     "async waits checked (callback once)": total(r"; (\d+) async waits, "),

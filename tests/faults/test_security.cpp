@@ -1,8 +1,9 @@
 // Security: AUTH with a password, an ACL user limited to the key prefix, the
 // wake channels and exactly the commands the library and its scripts need
 // (the minimal rule is tested to be enough, and each of its permissions to
-// be needed); a client without the right permissions gets a clear error;
-// tokens are unguessable.
+// be needed; on a Redis Cluster, the rule with the cluster additions, set on
+// every node, and those of the additions that are cheap to drop); a client
+// without the right permissions gets a clear error; tokens are unguessable.
 #include <fairlock/fairlock.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
@@ -13,6 +14,7 @@
 #include <set>
 
 #include "fairlock_lua.h"
+#include "redis_cluster.h"
 #include "scenario.h"
 
 namespace fairlock::faults {
@@ -39,8 +41,17 @@ std::vector<std::string> evalsha_rule() {
 }
 // Added for Notify::keyspace.
 const std::vector<std::string> kKeyspaceExtra = {"&__keyspace@*__:fairlock:*", "+unsubscribe", "+config|get"};
-// Added on Redis Cluster (sharded wake, protocol version 8: mode 's').
-const std::vector<std::string> kShardedExtra = {"&fairlock:{*", "+spublish", "+ssubscribe", "+sunsubscribe"};
+// Added on Redis Cluster (sharded wake, protocol version 8: mode 's'; the
+// slot map and the redirections), as docs/OPERATIONS.md writes it.
+const std::vector<std::string> kShardedExtra = {"&fairlock:{*",  "+spublish",      "+ssubscribe",
+                                                "+sunsubscribe", "+cluster|slots", "+asking"};
+// Added for Options::sync_replicas (any topology).
+const std::vector<std::string> kSyncExtra = {"+wait"};
+
+std::vector<std::string> plus(std::vector<std::string> rule, const std::vector<std::string>& extra) {
+  rule.insert(rule.end(), extra.begin(), extra.end());
+  return rule;
+}
 
 void set_user(test::RedisServer& s, const std::string& user, const std::string& password,
               const std::vector<std::string>& rule) {
@@ -48,6 +59,38 @@ void set_user(test::RedisServer& s, const std::string& user, const std::string& 
   argv.insert(argv.end(), rule.begin(), rule.end());
   ASSERT_EQ(s.cmd(argv), "OK");
 }
+
+// Where a workload runs: one server, or a cluster's nodes (the masters
+// first); `holder` is the server that holds a name's keys.
+struct Deployment {
+  std::string scheme;  // "redis" or "redis-cluster"
+  std::string hosts;   // "127.0.0.1:port[,127.0.0.1:port...]"
+  std::vector<test::RedisServer*> masters;
+  std::function<test::RedisServer&(const std::string& name)> holder;
+  bool sharded = false;  // grants signalled on shard channels (a cluster)
+};
+
+Deployment standalone(test::RedisServer& s) {
+  return {"redis", "127.0.0.1:" + std::to_string(s.port()), {&s}, [&s](const std::string&) -> test::RedisServer& {
+            return s;
+          }};
+}
+
+Deployment on_cluster(test::RedisCluster& cluster, int masters) {
+  Deployment d{"redis-cluster", cluster.seeds(), {}, {}, true};
+  for (int m = 0; m < masters; ++m) d.masters.push_back(&cluster.node(m));
+  d.holder = [&cluster](const std::string& name) -> test::RedisServer& {
+    return cluster.node(cluster.master_of_slot(cluster.slot_of(qkey(name, "q"))));
+  };
+  return d;
+}
+
+// How a workload runs.
+struct WorkloadRun {
+  Notify mode = Notify::publish;
+  std::string name;  // the main name; empty: a fresh one
+  int sync_replicas = 0;
+};
 
 struct Workload {
   std::vector<std::string> errors;  // "step: what()"
@@ -123,19 +166,31 @@ long long holder_deadline(test::RedisServer& s, const std::string& name) {
   return r.size() == 2 ? std::stoll(r[1]) : 0;
 }
 
+// A fresh name for a workload.
+std::string fresh_name() {
+  static std::atomic<int> round{0};
+  return "acl:" + std::to_string(::getpid()) + ":" + std::to_string(round++);
+}
+
 // Everything a user of the library does, as `user`.
-Workload workload(test::RedisServer& s, const std::string& user, const std::string& password,
-                  Notify mode = Notify::publish) {
+Workload workload(const Deployment& d, const std::string& user, const std::string& password,
+                  const WorkloadRun& run = {}) {
   Workload w;
+  const Notify mode = run.mode;
   Options o;
-  o.url = "redis://" + user + ":" + password + "@127.0.0.1:" + std::to_string(s.port());
+  o.url = d.scheme + "://" + user + ":" + password + "@" + d.hosts;
   o.liveness_ttl = 2s;
   o.connect_timeout = 500ms;
   o.notify = mode;
+  o.sync_replicas = run.sync_replicas;
   CapturedLog log;
   o.logger = log.logger();
-  static std::atomic<int> round{0};
-  const std::string name = "acl:" + std::to_string(::getpid()) + ":" + std::to_string(round++);
+  const auto done = [&] {  // what the client logged, whatever ended the workload
+    w.log = log.text();
+    return w;
+  };
+  const std::string name = run.name.empty() ? fresh_name() : run.name;
+  test::RedisServer& s = d.holder(name);
   // Stops at the first failure: it names the cause, the rest would only be
   // its consequences (and slow waits for things that cannot happen).
   auto step = [&](const char* what, const std::function<void()>& f) {
@@ -146,16 +201,18 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
       w.errors.push_back(std::string(what) + ": " + e.what());
     }
   };
-  s.cmd({"FUNCTION", "FLUSH"});  // the user must be able to load the scripts
-  s.cmd({"SCRIPT", "FLUSH"});
+  for (test::RedisServer* m : d.masters) {  // the user must be able to load the scripts
+    m->cmd({"FUNCTION", "FLUSH"});
+    m->cmd({"SCRIPT", "FLUSH"});
+  }
   std::unique_ptr<Client> c;
   step("client", [&] { c = std::make_unique<Client>(o); });
-  if (!c) return w;
+  if (!c) return done();
   LockOptions lo;
   lo.lease = 2s;  // renewed every 667 ms; long enough that a loaded host never loses it
   // A name last used by a version 1 client (its counter a string): the
   // first call carries the counter over into a version 2 record.
-  s.cmd({"SET", "fairlock:{" + name + ":v1}:seq", "5000"});
+  d.holder(name + ":v1").cmd({"SET", "fairlock:{" + name + ":v1}:seq", "5000"});
   step("a version 1 name", [&] {
     FairLock old(*c, name + ":v1", lo);
     old.lock();
@@ -164,7 +221,7 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
   });
   FairLock a(*c, name, lo), b(*c, name, lo);
   step("lock", [&] { a.lock(); });
-  if (!w.errors.empty()) return w;
+  if (!w.errors.empty()) return done();
   std::atomic<bool> b_done{false};
   std::string b_error;
   std::thread t([&] {
@@ -178,9 +235,14 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
   eventually([&] { return zcard(s, name, "q") == 1 || b_done.load(); }, 5s);
   if (b_done && !b_error.empty()) w.errors.push_back(b_error);
   // The wake subscription, as the server sees it (publish: the client's
-  // channel; keyspace: the name's wake key channel while b waits).
+  // channel, on a cluster its shard channel of the name on the name's master;
+  // keyspace: the name's wake key channel while b waits).
   w.subscribed = eventually(
       [&] {
+        if (d.sharded) {
+          auto r = split(s.cmd({"PUBSUB", "SHARDNUMSUB", "fairlock:{" + name + "}:wake:" + c->id()}), '\n');
+          return r.size() == 2 && r[1] == "1";
+        }
         if (mode == Notify::publish) {
           auto r = split(s.cmd({"PUBSUB", "NUMSUB", "fairlock:wake:" + c->id()}), '\n');
           return r.size() == 2 && r[1] == "1";
@@ -224,7 +286,7 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
   eventually([&] { return b_done.load(); }, 10s);
   t.join();
   if (!b_error.empty() && w.errors.empty()) w.errors.push_back(b_error);
-  if (!w.errors.empty()) return w;
+  if (!w.errors.empty()) return done();
   step("handed-off grant", [&] {
     if (!b.owns_lock()) throw std::runtime_error("never granted");
   });
@@ -236,7 +298,7 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
   });
   // A waiter evicted by the operator: its wait ends with EvictedError at
   // its next call (at once when it polls), or Cancelled if cancel() comes first.
-  if (!w.errors.empty()) return w;
+  if (!w.errors.empty()) return done();
   std::thread t2([&] {
     try {
       a.lock();
@@ -264,8 +326,15 @@ Workload workload(test::RedisServer& s, const std::string& user, const std::stri
     log.released(s1);
     log.released(s2);
   });
-  w.log = log.text();
-  return w;
+  return done();
+}
+
+// The workload on one server.
+Workload workload(test::RedisServer& s, const std::string& user, const std::string& password,
+                  Notify mode = Notify::publish) {
+  WorkloadRun run;
+  run.mode = mode;
+  return workload(standalone(s), user, password, run);
 }
 
 // A permission failure as Redis reports it: NOPERM from a command of the
@@ -338,6 +407,118 @@ TEST(Security, MinimalAclRuleIsEnough) {
   std::cout << "[figures] minimal ACL rule:" << rule_text << std::endl;
 }
 
+// The first 200 characters of a text, on one line.
+std::string one_line(std::string text) {
+  text = text.substr(0, 200);
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+// A test name of a permission: "+cluster|slots" -> "_cluster_slots".
+std::string permission_id(const ::testing::TestParamInfo<std::string>& info) {
+  std::string id;
+  for (char c : info.param) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return id;
+}
+
+// A Redis Cluster for the ACL tests: 3 masters, a replica each (for
+// sync_replicas' WAIT); each test sets its user on every node.
+test::RedisCluster& acl_cluster() {
+  static test::RedisCluster cluster;
+  return cluster;
+}
+
+// ACLs are per node, and the client may ask any node (the slot map, a
+// redirection): the user goes on every node.
+void set_user_everywhere(test::RedisCluster& cluster, const std::string& user, const std::string& password,
+                         const std::vector<std::string>& rule) {
+  for (int i = 0; i < cluster.size(); ++i) set_user(cluster.node(i), user, password, rule);
+}
+
+// A fresh name whose slot master `m` serves.
+std::string name_on(test::RedisCluster& cluster, int m) {
+  for (;;) {
+    std::string name = fresh_name();
+    if (cluster.master_of_slot(cluster.slot_of(qkey(name, "q"))) == m) return name;
+  }
+}
+
+// The documented rule on a cluster (docs/OPERATIONS.md: the standalone rule
+// and the cluster additions, issue 35) is enough for the whole workload, on
+// a name of each master, through a redis-cluster:// URL; with +wait, for
+// sync_replicas too. Nothing the client logged is a permission error.
+TEST(Security, TheClusterAclRuleIsEnough) {
+  test::RedisCluster& cluster = acl_cluster();
+  const std::vector<std::string> rule = plus(kMinimalRule, kShardedExtra);
+  set_user_everywhere(cluster, "app", "secret", rule);
+  const Deployment d = on_cluster(cluster, 3);
+  for (int m = 0; m < 3; ++m) {
+    WorkloadRun run;
+    run.name = name_on(cluster, m);
+    const Workload w = workload(d, "app", "secret", run);
+    EXPECT_TRUE(w.errors.empty()) << "master " << m << ", with the cluster rule:" << joined(w.errors);
+    EXPECT_TRUE(w.subscribed) << "master " << m << ": the user could not subscribe to its shard channel";
+    EXPECT_FALSE(is_permission_error(permission_errors(w.log))) << "master " << m << ", the client logged: " << w.log;
+  }
+  set_user_everywhere(cluster, "app", "secret", plus(rule, kSyncExtra));
+  WorkloadRun sync;
+  sync.name = name_on(cluster, 1);
+  sync.sync_replicas = 1;
+  const Workload w = workload(d, "app", "secret", sync);
+  EXPECT_TRUE(w.errors.empty()) << "sync_replicas 1, with the cluster rule + wait:" << joined(w.errors);
+  EXPECT_FALSE(is_permission_error(permission_errors(w.log))) << "sync_replicas 1, the client logged: " << w.log;
+  std::string extra;
+  for (const auto& r : kShardedExtra) extra += " " + r;
+  std::cout << "[figures] cluster ACL rule: the minimal rule +" << extra << " (sync_replicas: + +wait), 4 workloads"
+            << std::endl;
+}
+
+// The cluster additions that are cheap to drop are needed: without one,
+// the workload fails with a clear permission error (+spublish, the shard
+// channels), or the client runs without what it gives (+ssubscribe: no wake
+// subscription, waiters poll; +cluster|slots: no slot map, which the client
+// logs; the Client constructor does not refuse it, and `list` may then miss
+// masters). Not dropped here: +sunsubscribe (sent when an idle name's
+// subscription is dropped, past a bound) and +asking (only while a slot
+// migrates), each a longer test of its own.
+class ClusterAclPermission : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ClusterAclPermission, IsNeeded) {
+  const std::string dropped = GetParam();
+  test::RedisCluster& cluster = acl_cluster();
+  std::vector<std::string> rule;
+  for (const auto& r : plus(kMinimalRule, kShardedExtra)) {
+    if (r != dropped) rule.push_back(r);
+  }
+  set_user_everywhere(cluster, "app", "secret", rule);
+  WorkloadRun run;
+  run.name = name_on(cluster, 0);
+  const Workload w = workload(on_cluster(cluster, 3), "app", "secret", run);
+  std::cout << "[figures] cluster, without '" << dropped << "': subscribed " << w.subscribed << ", "
+            << (w.errors.empty() ? std::string("no error") : one_line(permission_errors(w.errors.front())))
+            << std::endl;
+  if (dropped == "+ssubscribe") {
+    EXPECT_FALSE(w.subscribed) << "without +ssubscribe, the client still subscribed";
+    EXPECT_TRUE(w.errors.empty()) << "without +ssubscribe the library falls back to polling:" << joined(w.errors);
+    return;
+  }
+  if (dropped == "+cluster|slots") {
+    const bool named = (!w.errors.empty() && w.errors.front().find("cluster|slots") != std::string::npos) ||
+                       w.log.find("CLUSTER SLOTS") != std::string::npos;
+    EXPECT_TRUE(named) << "without +cluster|slots, neither an error nor the log names it:" << joined(w.errors)
+                       << "\nthe client logged: " << w.log;
+    return;
+  }
+  ASSERT_FALSE(w.errors.empty()) << "without '" << dropped << "' everything still works: not needed";
+  // (the error quotes the whole log: its eviction-check notices quote a NOPERM of their own)
+  EXPECT_TRUE(is_permission_error(permission_errors(w.errors.front())))
+      << "without '" << dropped << "', the error is unclear:" << joined(w.errors);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rule, ClusterAclPermission,
+                         ::testing::Values("+cluster|slots", "+spublish", "&fairlock:{*", "+ssubscribe"),
+                         permission_id);
+
 // A rule that allows EVALSHA but not functions (the rule of earlier
 // versions) still works: the client runs the scripts by EVALSHA and says so
 // once in its log.
@@ -396,9 +577,9 @@ TEST_P(AclPermission, IsNeeded) {
     return;
   }
   ASSERT_FALSE(w.errors.empty()) << "without '" << dropped << "' everything still works: not needed";
-  EXPECT_TRUE(is_permission_error(w.errors.front()))
+  EXPECT_TRUE(is_permission_error(permission_errors(w.errors.front())))
       << "without '" << dropped << "', the error is unclear:" << joined(w.errors);
-  std::cout << "[figures] without '" << dropped << "': " << w.errors.front().substr(0, 140) << std::endl;
+  std::cout << "[figures] without '" << dropped << "': " << one_line(permission_errors(w.errors.front())) << std::endl;
 }
 
 std::vector<std::string> droppable() {
@@ -409,12 +590,7 @@ std::vector<std::string> droppable() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Rule, AclPermission, ::testing::ValuesIn(droppable()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string id;
-                           for (char c : info.param) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return id;
-                         });
+INSTANTIATE_TEST_SUITE_P(Rule, AclPermission, ::testing::ValuesIn(droppable()), permission_id);
 
 TEST(Security, UserWithoutPermissionsGetsAClearError) {
   test::RedisServer s;
@@ -431,7 +607,8 @@ TEST(Security, UserWithoutPermissionsGetsAClearError) {
     set_user(s, "limited", "pw", u.rule);
     Workload w = workload(s, "limited", "pw");
     ASSERT_FALSE(w.errors.empty()) << u.what << ": no error at all";
-    EXPECT_TRUE(is_permission_error(w.errors.front())) << u.what << ": the first error is unclear:" << joined(w.errors);
+    EXPECT_TRUE(is_permission_error(permission_errors(w.errors.front())))
+        << u.what << ": the first error is unclear:" << joined(w.errors);
     std::cout << "[figures] user with " << u.what << ": " << w.errors.size()
               << " errors, first: " << (w.errors.empty() ? "-" : w.errors[0].substr(0, 160)) << std::endl;
   }
