@@ -543,6 +543,34 @@ TEST(Cluster, HolderAndWaiterCarryOnAcrossAFailover) {
   q.b.unlock();
 }
 
+// A master killed for good (its replica promoted, the old one never back):
+// once the waiter watches its name on the new master, the old master's
+// subscriber, failing every 2 s, wakes it no more (it told every name it
+// had ever watched to ask: 5 wakes in 10 s, the last review's repro).
+TEST(Cluster, ADeadOldMasterWakesNoWaiter) {
+  RedisCluster cluster;
+  const std::string name = name_on(cluster, 1, "cluster-dead");
+  HolderAndWaiter q(cluster, name, on(cluster));
+  const int slot = slot_of_name(cluster, name);
+  const int old = cluster.master_of_slot(slot);
+  cluster.node(old).kill();
+  const std::string channel = shard_channel(name, q.b_client.id());
+  const auto watched_on_new_master = [&] {
+    try {
+      const int now = cluster.master_of_slot(slot);
+      return now != old && subscribed_on(cluster.node(now), channel);
+    } catch (const std::exception&) {  // the dead node asked, or no master yet
+      return false;
+    }
+  };
+  ASSERT_TRUE(eventually(watched_on_new_master, 30000ms)) << "the waiter's watch did not follow its name";
+  const auto wakes0 = q.b_client.stats().wakes_keyspace;
+  std::this_thread::sleep_for(6000ms);  // the old master's subscriber fails 2 or 3 times
+  EXPECT_EQ(q.b_client.stats().wakes_keyspace - wakes0, 0u) << "the dead old master's subscriber woke the waiter";
+  EXPECT_EQ(q.a.release(), Released::released);
+  EXPECT_TRUE(q.b_done.get());
+}
+
 // Over TLS (rediss-cluster://, the nodes' TLS ports; see redis_cluster.h),
 // seeded with a replica only: the map read over TLS names the TLS ports, and
 // names on every master are locked there (its clients: on its TLS port). A

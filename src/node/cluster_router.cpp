@@ -72,8 +72,15 @@ std::vector<Node*> ClusterRouter::nodes() const {
   return out;
 }
 
+// A node that refused the map (AccessDenied: the user lacks +cluster|slots,
+// or a wrong password) fails the start when no node gave it: asking again
+// would not cure it.
 Notify ClusterRouter::start() {
-  if (!refresh()) log_.warn("fairlock: no node of the cluster answered CLUSTER SLOTS yet: asking again every second");
+  Unanswered why;
+  if (!refresh(&why)) {
+    if (why.refusal) std::rethrow_exception(why.refusal);
+    log_.warn("fairlock: no node of the cluster answered CLUSTER SLOTS yet ({}): asking again every second", why.last);
+  }
   std::vector<Node*> known;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -169,10 +176,10 @@ bool ClusterRouter::serves(const Server& server, std::uint16_t slot) {
   return owner_[slot] != nullptr && &owner_[slot]->server == &server;
 }
 
-bool ClusterRouter::refresh() noexcept {
+bool ClusterRouter::refresh(Unanswered* why) noexcept {
   std::vector<Node*> order = masters();
   for (const Endpoint& seed : config_.seeds) order.push_back(&node_at(seed.host, seed.port));
-  return std::any_of(order.begin(), order.end(), [this](Node* n) { return !stopping() && refresh_from(*n); });
+  return std::any_of(order.begin(), order.end(), [&](Node* n) { return !stopping() && refresh_from(*n, why); });
 }
 
 bool ClusterRouter::stopping() const {
@@ -182,7 +189,7 @@ bool ClusterRouter::stopping() const {
 
 // One node's map, within kAskBound (or less: the caller's deadline): a node
 // that is down or stalled costs little before the next is asked.
-bool ClusterRouter::refresh_from(Node& node) {
+bool ClusterRouter::refresh_from(Node& node, Unanswered* why) {
   try {
     const auto limit = std::min({config_.connect_timeout, config_.command_timeout, kAskBound});
     const CallDeadline bound(std::chrono::steady_clock::now() + limit);
@@ -191,6 +198,10 @@ bool ClusterRouter::refresh_from(Node& node) {
     return true;
   } catch (const std::exception& e) {
     log_.debug("fairlock: {} did not give the slot map: {}", node.server.where(), e.what());
+    if (why != nullptr) {
+      if (!why->refusal && is_setup_error(e)) why->refusal = std::current_exception();
+      why->last = node.server.where() + ": " + e.what();
+    }
     return false;
   }
 }

@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,10 +55,15 @@ class ClusterRouter final : public Router, private Redirects {
   void follow();
   // The node at host:port (made, and started if the router is, when new).
   Node& node_at(const std::string& host, int port);
+  // Why no node asked gave the map.
+  struct Unanswered {
+    std::exception_ptr refusal;  // the first is_setup_error (a user without +cluster|slots)
+    std::string last;            // the last failure, for the log
+  };
   // Asks the masters known, then the seeds, for the slot map: true once one
   // answered. A slot that changed owner has every claim checked again.
-  bool refresh() noexcept;
-  bool refresh_from(Node& node);
+  bool refresh(Unanswered* why = nullptr) noexcept;
+  bool refresh_from(Node& node, Unanswered* why = nullptr);
   void apply(const std::vector<SlotRange>& ranges);
   std::vector<Node*> nodes() const;
   std::vector<Node*> masters() const;  // in the map now

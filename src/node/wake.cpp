@@ -193,12 +193,15 @@ void Wake::unsubscribed() {
     confirmed_.clear();
     refused_.clear();  // the next session asks again (after a failover, maybe of the new owner)
     if (config_.sharded) {
-      for (const auto& entry : watched_) names.push_back(entry.first);
+      for (const auto& [name, waits] : watched_) {
+        if (waits > 0) names.push_back(name);
+      }
     }
   }
   // Waiters switch to position-aware polling: every waiter, or on a
-  // cluster only those of the names watched on this node (a replica's or a
-  // dead seed's subscriber, failing again and again, wakes nobody).
+  // cluster only those of the names a wait watches on this node now (a
+  // replica's, a dead seed's or a dead old master's subscriber, failing
+  // again and again, wakes nobody: a wait watches its name where it is now).
   if (!config_.sharded) return sink_.recheck(nullptr);
   for (const std::string& name : names) sink_.recheck(&name);
 }
@@ -383,6 +386,8 @@ void Wake::refused(const std::string& channel, std::string_view why) {
     refused_.insert(channel);
     name = it->second;
     cv_.notify_all();  // a watch() waiting for it stops waiting
+    const auto w = watched_.find(name);
+    if (w == watched_.end() || w->second == 0) return;  // no wait here to tell (an idle name's slot moved)
   }
   log_.info("fairlock: wake subscription for {} ended on this server ({}); its waiters poll", name, why);
   sink_.recheck(&name);
