@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "poll_until.h"
 #include "tls_pki.h"
@@ -376,13 +377,21 @@ RedisCluster::ms RedisCluster::wait_promotion(int slot, const std::vector<int>& 
   return std::chrono::duration_cast<ms>(Clock::now() - t0);
 }
 
-RedisCluster::ms RedisCluster::kill_master_of_slot_and_wait_failover(int slot, ms limit) {
+RedisCluster::ms RedisCluster::kill_master_of_slot_and_wait_failover(int slot, ms limit, ms replicas_behind) {
   const auto end = Clock::now() + limit;
   const int old = master_of_slot(slot);
   const std::vector<int> replicas = replicas_of_slot(slot);
   if (replicas.empty()) throw std::logic_error("RedisCluster: the master of the slot has no replica");
+  if (replicas_behind.count() > 0) {
+    for (int r : replicas) node(r).pause();
+    node(old).cmd({"CLIENT", "KILL", "TYPE", "replica"});
+    std::this_thread::sleep_for(replicas_behind);
+  }
   const auto t0 = Clock::now();
   node(old).kill();
+  if (replicas_behind.count() > 0) {
+    for (int r : replicas) node(r).resume();
+  }
   const ms took = wait_promotion(slot, replicas, t0, end);
   node(old).restart();
   wait_settled(left(end));

@@ -90,8 +90,10 @@ class RedisCluster {
   // restarts the killed node (it rejoins as a replica of the new master) and
   // waits until the cluster is settled. Returns the time from the kill to
   // the first poll at which the promotion was seen as above. `limit` bounds
-  // the whole call.
-  ms kill_master_of_slot_and_wait_failover(int slot, ms limit = ms(60000));
+  // the whole call. With `replicas_behind`, replication is cut that long
+  // before the kill (the slot's replicas SIGSTOPped, their links killed;
+  // resumed at the kill): the master's last writes die with it.
+  ms kill_master_of_slot_and_wait_failover(int slot, ms limit = ms(60000), ms replicas_behind = ms(0));
   // CLUSTER FAILOVER on a replica of the master of `slot`; waits as above (the
   // old master becomes its replica) until settled. Returns the time to promotion.
   ms failover_coordinated(int slot, ms limit = ms(60000));
