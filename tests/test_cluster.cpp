@@ -433,6 +433,37 @@ TEST(Cluster, ANameFollowsItsSlotToAnotherMaster) {
   l.unlock();
 }
 
+// At shutdown a client releases its grants on a master in one batch; a
+// name whose slot moved meanwhile, the client's map not read again (its
+// user loses +cluster|slots once started: the map stays as it was), is
+// answered MOVED there, and its release follows it to the new owner
+// instead of leaving the grant to its lease (60 s). (Found by reading:
+// the batch's replies were not looked at.)
+TEST(Cluster, AReleaseAtShutdownFollowsItsMovedSlot) {
+  RedisCluster cluster;
+  const std::string moved = name_on(cluster, 0, "cluster-bye-moved");
+  const std::string stays = name_on(cluster, 0, "cluster-bye-stays");
+  for (int i = 0; i < cluster.size(); ++i)
+    cluster.node(i).cmd({"ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all"});
+  {
+    Options o = on(cluster);
+    o.url = "redis-cluster://app:pw@" + cluster.seeds();
+    o.liveness_ttl = 30s;  // no heartbeat round (its MOVED would teach the map) before 10 s
+    Client c(o);
+    LockOptions lease;
+    lease.lease = 60s;
+    FairLock a(c, moved, lease), b(c, stays, lease);
+    a.lock();
+    b.lock();
+    for (int i = 0; i < cluster.size(); ++i) cluster.node(i).cmd({"ACL", "SETUSER", "app", "-cluster|slots"});
+    cluster.migrate_slot(slot_of_name(cluster, moved), 1);
+    c.shutdown();  // with both held: one batch to master 0
+  }
+  Client observer(on(cluster));
+  EXPECT_TRUE(observer.inspect(moved).holders.empty()) << "the moved name's grant was left to its lease";
+  EXPECT_TRUE(observer.inspect(stays).holders.empty());
+}
+
 // A holder `a` of `name` and a waiter `b` (try_lock_for 60 s, each with a
 // client of its own, on `o`) queued behind it on the cluster.
 struct HolderAndWaiter {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fairlock/errors.h"
+#include "node/redirect.h"
 #include "protocol/keys.h"
 #include "protocol/who.h"
 
@@ -48,7 +49,12 @@ void release_all(Server& server, const std::vector<ReleaseCall>& calls) {
   std::vector<ScriptCall> batch;
   batch.reserve(calls.size());
   for (const auto& c : calls) batch.push_back(release_call(*c.keys, c.member, c.permits, false));
-  server.run_batch(batch, Lane::commands);
+  const std::vector<ReplyPtr> replies = server.run_batch(batch, Lane::commands);
+  // On a cluster, a release whose slot moved (a batch only learns where to)
+  // is sent on alone, which follows the redirection.
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (redirect_of(*replies[i])) server.run_one(std::move(batch[i]));
+  }
 }
 
 CancelResult cancel(Server& server, const Keys& keys, std::string_view member, std::uint32_t permits) {
