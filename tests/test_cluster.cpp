@@ -558,18 +558,22 @@ TEST(Cluster, AClientShutsDownPromptlyWhenEveryNodeIsStalled) {
 // A holder and a waiter across the SIGKILL of their master: the replica is
 // promoted (with the grant: sync_replicas 1, the holder's lock returned once
 // the replica had it), the holder's release runs there and hands over to
-// the waiter.
+// the waiter. The promoted replica has the function library already (it
+// is replicated): no client loads it again.
 TEST(Cluster, HolderAndWaiterCarryOnAcrossAFailover) {
   RedisCluster cluster;
   const std::string name = name_on(cluster, 1, "cluster-carry");
   Options o = on(cluster);
   o.sync_replicas = 1;
   HolderAndWaiter q(cluster, name, o);
+  const auto reloads = [&] { return q.a_client.stats().script_reloads + q.b_client.stats().script_reloads; };
+  const auto reloads_before = reloads();
   const auto killed = std::chrono::steady_clock::now();
   cluster.kill_master_of_slot_and_wait_failover(slot_of_name(cluster, name));
   EXPECT_EQ(q.a.release(), Released::released);
   ASSERT_TRUE(q.b_done.get()) << "the waiter did not get its turn on the new master";
   EXPECT_GT(q.b.fence(), q.a_fence);
+  EXPECT_EQ(reloads(), reloads_before) << "the promoted replica lacked the function library";
   std::cout << "[ cluster  ] kill -> waiter granted after the holder's release: " << since(killed).count() << " ms\n";
   q.b.unlock();
 }
