@@ -199,8 +199,10 @@ bool ClusterRouter::refresh_from(Node& node, Unanswered* why) {
   } catch (const std::exception& e) {
     log_.debug("fairlock: {} did not give the slot map: {}", node.server.where(), e.what());
     if (why != nullptr) {
-      if (!why->refusal && is_setup_error(e)) why->refusal = std::current_exception();
       why->last = node.server.where() + ": " + e.what();
+      if (!why->refusal && dynamic_cast<const AccessDenied*>(&e) != nullptr) {
+        why->refusal = std::make_exception_ptr(AccessDenied(why->last));
+      }
     }
     return false;
   }

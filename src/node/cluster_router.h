@@ -57,7 +57,7 @@ class ClusterRouter final : public Router, private Redirects {
   Node& node_at(const std::string& host, int port);
   // Why no node asked gave the map.
   struct Unanswered {
-    std::exception_ptr refusal;  // the first is_setup_error (a user without +cluster|slots)
+    std::exception_ptr refusal;  // the first AccessDenied (a user without +cluster|slots), naming its node
     std::string last;            // the last failure, for the log
   };
   // Asks the masters known, then the seeds, for the slot map: true once one

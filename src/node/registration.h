@@ -1,10 +1,12 @@
 #pragma once
 // This client's description on one server (docs/PROTOCOL.md "Who: client
-// descriptions"): written with the server's first connection, refreshed at
-// most once per third of its expiry by a SET that rides in the pipeline of
-// a heartbeat round or of any script call (never a round trip of its own;
-// so a client idle past the expiry is named again from its next call), and
-// deleted at shutdown.
+// descriptions"): written with the server's first connection, refreshed
+// once per third of its expiry by a SET that rides in the pipeline of a
+// heartbeat round or of any script call (a round trip of its own only on a
+// cluster's master that holds none of the client's claims:
+// Server::keep_registered; a client idle past the expiry is named again
+// from its next call there, or its next heartbeat round), and deleted at
+// shutdown.
 // Best effort throughout: a failed write waits for the next round, and no
 // caller ever sees its errors.
 #include <atomic>

@@ -51,9 +51,14 @@ void release_all(Server& server, const std::vector<ReleaseCall>& calls) {
   for (const auto& c : calls) batch.push_back(release_call(*c.keys, c.member, c.permits, false));
   const std::vector<ReplyPtr> replies = server.run_batch(batch, Lane::commands);
   // On a cluster, a release whose slot moved (a batch only learns where to)
-  // is sent on alone, which follows the redirection.
+  // is sent on alone, which follows the redirection; one that fails (its
+  // new owner stalled) does not keep the others from running.
   for (std::size_t i = 0; i < replies.size(); ++i) {
-    if (redirect_of(*replies[i])) server.run_one(std::move(batch[i]));
+    if (!redirect_of(*replies[i])) continue;
+    try {
+      server.run_one(std::move(batch[i]));
+    } catch (const std::exception&) {  // it expires with its lease
+    }
   }
 }
 
