@@ -1,6 +1,6 @@
 // fairlock on a Redis Cluster against a standalone server, all in one run
 // (issue 35, "Measure"): `fairlock_cluster_bench [--blocks N] [--rounds N]
-// [--seconds S] [--parts 123]`. It starts its own servers (tests/
+// [--seconds S] [--parts 1234] [--names N]`. It starts its own servers (tests/
 // redis_cluster.h, tests/redis_server.h: free loopback ports, no
 // persistence): a standalone redis-server, a 3-master and a 1-master
 // cluster without replicas.
@@ -20,6 +20,9 @@
 //     each less its own idle CPU (measured with no client), and PUBLISH /
 //     SPUBLISH per grant on the owner: which wake the library used, so the
 //     same program measures the sharded wake once it lands.
+//  4. Subscriptions (only with --parts 4, not by default): one process waiting
+//     on N names at once (--names, default 10,000): the shard channels each
+//     master holds for it, then after every wait ended (cluster_subs.cpp).
 #include "cluster.h"
 
 #include <cstdio>
@@ -42,6 +45,7 @@ struct Args {
   ms contended{2000};  // one W = 16 round
   ms many{3000};       // one many-names round
   std::string parts = "123";
+  int names = 10000;  // part 4
 };
 
 Args parse(int argc, char** argv) {
@@ -52,6 +56,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--rounds") a.rounds = std::stoi(v);
     else if (k == "--seconds") a.many = a.contended = ms(static_cast<long>(std::stod(v) * 1000));
     else if (k == "--parts") a.parts = v;
+    else if (k == "--names") a.names = std::stoi(v);
     else throw std::invalid_argument("unknown option " + k);
   }
   if (argc % 2 == 0) throw std::invalid_argument("an option without its value");
@@ -109,6 +114,7 @@ void run(const Args& a) {
     print_fanout(r, owner, idle);
   }
   if (a.parts.find('2') != std::string::npos) many_names(one, three, a);
+  if (a.parts.find('4') != std::string::npos) subscriptions(three, a.names);
   std::printf("\nload %s at the end\n", loadavg().c_str());
 }
 
@@ -122,7 +128,8 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fairlock_cluster_bench: %s\n", e.what());
-    std::fprintf(stderr, "usage: fairlock_cluster_bench [--blocks N] [--rounds N] [--seconds S] [--parts 123]\n");
+    std::fprintf(stderr,
+                 "usage: fairlock_cluster_bench [--blocks N] [--rounds N] [--seconds S] [--parts 1234] [--names N]\n");
     return 2;
   }
 }

@@ -3,7 +3,7 @@
 // against a standalone server, in one run (issue 35, "Measure"). Shared by
 // its files: servers' counters and small helpers (cluster_common.cpp), the one
 // name part (cluster_one.cpp), the many-names part and its worker process
-// (cluster_many.cpp, cluster_worker.cpp).
+// (cluster_many.cpp, cluster_worker.cpp), the subscriptions part (cluster_subs.cpp).
 #include <fairlock/fairlock.h>
 
 #include <chrono>
@@ -72,6 +72,9 @@ struct Many {
 void many_round(const fairlock::test::RedisCluster& c, ms run, int round, Many& into);
 void print_many(const std::string& label, const fairlock::test::RedisCluster& c, const Many& m,
                 const std::vector<double>& idle);
+
+// Part 4: the wake subscriptions of one process waiting on `names` names.
+void subscriptions(const fairlock::test::RedisCluster& c, int names);
 
 constexpr int kNames = 64, kProcs = 8, kThreads = 2;
 std::string many_name(int i);  // the many-names part's name i (the worker's and the driver's)
