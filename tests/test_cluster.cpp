@@ -273,7 +273,8 @@ Options slow_heartbeat_on(const RedisCluster& c) {
 
 // A grant is signalled by SPUBLISH on the name's shard channel, which the
 // waiter's process subscribed on the name's master alone; nothing crosses
-// the cluster bus: no process-wide channel is subscribed anywhere.
+// the cluster bus: no process-wide channel is subscribed anywhere. A lock()
+// granted at once subscribes nothing (a wait subscribes once it queued).
 TEST(Cluster, AGrantComesBySpublishOnTheNamesShardChannel) {
   RedisCluster& cluster = steady_cluster();
   Client holder(slow_heartbeat_on(cluster)), client(slow_heartbeat_on(cluster));
@@ -281,6 +282,7 @@ TEST(Cluster, AGrantComesBySpublishOnTheNamesShardChannel) {
   RedisServer& master = master_of_name(cluster, name);
   FairLock a(holder, name), b(client, name);
   a.lock();
+  EXPECT_FALSE(subscribed_on(master, shard_channel(name, holder.id()))) << "a grant at once subscribed";
   std::thread t([&] { b.lock(); });
   ASSERT_TRUE(eventually([&] { return zcard(master, name, "q") == 1; }));
   EXPECT_EQ(master.cmd({"ZRANGE", key(name, "q"), "0", "0"}).substr(0, 1 + client.id().size()), "s" + client.id());

@@ -85,7 +85,11 @@ bool Participant::acquire(std::optional<SteadyTime> deadline, bool queue) {
     Unwatch& operator=(const Unwatch&) = delete;
     ~Unwatch() { watch.stop(name); }
   } unwatch{name_};
-  if (queue && signalled_per_name(node().wake)) watch_within(unwatch.watch, deadline);
+  // Per-name signals (keyspace, a cluster's shard channels): a wait
+  // watches its name once its first call queued it, not before: a grant at
+  // once costs no subscription (an uncontended lock() of a fresh name on a
+  // cluster took 693 us with it, against 146 us for try_lock()).
+  if (queue && signalled_per_name(node().wake)) return drive(member, unwatch.watch, deadline);
   return drive(member, unwatch.watch);
 }
 
@@ -116,16 +120,34 @@ std::string Participant::start_wait(std::optional<SteadyTime> deadline, bool que
   return member;
 }
 
+// The first time a wait would sleep: it subscribes to its name's channel
+// (waiting for the confirmation within its deadline, or until cancelled),
+// then asks once more, so that a grant signalled before the subscription
+// was confirmed is not waited for. Called locked, returns locked.
+void Participant::watch_queued(std::unique_lock<std::mutex>& lk, NameWatch& watch, std::optional<SteadyTime> deadline) {
+  lk.unlock();
+  watch_within(watch, deadline);
+  lk.lock();
+  claim_.kick();
+}
+
 // Runs the claim's steps until the wait ends. Every way out either holds
 // the grant or has left the queue.
-bool Participant::drive(const std::string& member, NameWatch& watch) {
+bool Participant::drive(const std::string& member, NameWatch& watch,
+                        std::optional<std::optional<SteadyTime>> watch_deadline) {
   std::unique_lock<std::mutex> lk(mu_);
   try {
     for (;;) {
       const Step step = claim_.next(steady_clock::now(), wait_context(watch));
       switch (step.kind) {
         case Step::Kind::ask: ask(lk, member, step); break;
-        case Step::Kind::wait: cv_.wait_until(lk, step.until); break;
+        case Step::Kind::wait:
+          if (watch_deadline) {
+            watch_queued(lk, watch, *std::exchange(watch_deadline, std::nullopt));
+            break;
+          }
+          cv_.wait_until(lk, step.until);
+          break;
         case Step::Kind::give_up: give_up(lk, member); break;
         case Step::Kind::confirm: confirm(lk, member, step); break;
         case Step::Kind::granted: return finish_granted(lk);

@@ -91,8 +91,12 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
  private:
   bool signalled_per_name(const Wake& wake) const;
   void watch_within(NameWatch& watch, std::optional<SteadyTime> deadline);
+  void watch_queued(std::unique_lock<std::mutex>& lk, NameWatch& watch, std::optional<SteadyTime> deadline);
   std::string start_wait(std::optional<SteadyTime> deadline, bool queue);
-  bool drive(const std::string& member, NameWatch& watch);
+  // `watch_deadline`: the wait watches its name (per-name signals) from the
+  // first time it would sleep, within this deadline.
+  bool drive(const std::string& member, NameWatch& watch,
+             std::optional<std::optional<SteadyTime>> watch_deadline = std::nullopt);
   void ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step);
   AcquireArgs acquire_args(const std::string& member, const Step& step) const;
   void settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
