@@ -94,7 +94,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void watch_queued(std::unique_lock<std::mutex>& lk, NameWatch& watch, std::optional<SteadyTime> deadline);
   std::string start_wait(std::optional<SteadyTime> deadline, bool queue);
   // `watch_deadline`: the wait watches its name (per-name signals) from the
-  // first time it would sleep, within this deadline.
+  // first time it would sleep queued, within this deadline.
   bool drive(const std::string& member, NameWatch& watch,
              std::optional<std::optional<SteadyTime>> watch_deadline = std::nullopt);
   void ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step);
