@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fairlock/errors.h"
+#include "net/call_deadline.h"
 #include "node/redirect.h"
 #include "protocol/keys.h"
 #include "protocol/who.h"
@@ -52,7 +53,9 @@ void release_all(Server& server, const std::vector<ReleaseCall>& calls) {
   const std::vector<ReplyPtr> replies = server.run_batch(batch, Lane::commands);
   // On a cluster, a release whose slot moved (a batch only learns where to)
   // is sent on alone, which follows the redirection; one that fails (its
-  // new owner stalled) does not keep the others from running.
+  // new owner stalled) does not keep the others from running, and all of
+  // them together hold the caller (shutdown) no longer than kUnregisterBound.
+  const CallDeadline bound(std::chrono::steady_clock::now() + Server::kUnregisterBound);
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (!redirect_of(*replies[i])) continue;
     try {
