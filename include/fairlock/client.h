@@ -95,6 +95,9 @@ class Client {
   // Cancels every wait, releases every grant, stops the threads. Idempotent.
   // A failed release still being asked again (Released::failed) gets one
   // last attempt, bounded by 600 ms; it is not waited for beyond that.
+  // The asynchronous waits leave their queues together, within one
+  // command_timeout (a stalled server: the entries run out with this
+  // process's liveness).
   void shutdown() noexcept;
 
   const Options& options() const;

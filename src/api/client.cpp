@@ -114,6 +114,11 @@ void ClientImpl::check_running() const {
 
 void ClientImpl::shutdown() noexcept {
   stopping_.store(true);
+  // Every round of async calls from now on, the leaves of the waits
+  // cancelled here among them (Participant::leaves_soon), ends within one
+  // command_timeout of now, all together: a stalled server holds the
+  // shutdown that long, not that long per round.
+  async_.track_deadline(std::chrono::steady_clock::now() + opts_.command_timeout);
   session_.shutdown();  // cancels every wait: the async thread then ends those it drives
   async_.stop();
   router_->for_each([](Node& n) { n.server.unregister(); });

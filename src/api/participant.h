@@ -112,6 +112,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   std::exception_ptr call_unlocked(std::unique_lock<std::mutex>& lk, const Step& step, Call call);
   void notify_waiter();
   void end_soon();
+  bool leaves_soon() const;
   void fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server = true) noexcept;
   // `on_failure`, if given, takes over when the calls fail (instead of a warning).
   void settle_leave(const std::string& member, const std::function<CancelResult()>& left,

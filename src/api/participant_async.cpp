@@ -119,7 +119,8 @@ std::optional<SteadyTime> Participant::advance(SteadyTime /*round_start*/, Scrip
 
 // The wait ends cancelled, or with a grant not acknowledged in time
 // (released by leaving): the callback runs once the queue is left, which
-// the grace from now bounds (a stalled server): tracked until then.
+// the grace from now bounds (a stalled server): tracked until then; at
+// shutdown, the shutdown's own bound (leaves_soon).
 void Participant::leave_async(std::unique_lock<std::mutex>& lk, ScriptBatch& batch, const std::string& member,
                               Step::Kind why, SteadyTime now) {
   const bool cancelled = why == Step::Kind::cancelled;
@@ -128,7 +129,7 @@ void Participant::leave_async(std::unique_lock<std::mutex>& lk, ScriptBatch& bat
   } else {
     claim_.finish_not_replicated();
   }
-  bound_async_rounds(now);
+  if (leaves_soon()) bound_async_rounds(now);
   send_leave(batch, member, end_async(lk, false),
              cancelled ? std::make_exception_ptr(wait_cancelled()) : std::make_exception_ptr(not_replicated()));
 }
