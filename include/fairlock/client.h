@@ -96,7 +96,8 @@ class Client {
   // A failed release still being asked again (Released::failed) gets one
   // last attempt, bounded by 600 ms; it is not waited for beyond that.
   // The asynchronous waits leave their queues together, within one
-  // command_timeout (a stalled server: the entries run out with this
+  // command_timeout (and a grace of 100 ms; a release being retried meanwhile
+  // may cut them sooner; a stalled server: the entries run out with this
   // process's liveness).
   void shutdown() noexcept;
 

@@ -55,10 +55,10 @@ class AsyncDriver {
   // Sends a script call with the next round's batch (pipelined with the
   // waits' calls; inline once stopped); `on_reply` runs on the async thread.
   void post_call(Server& server, ScriptCall call, ScriptBatch::OnReply on_reply);
-  // The deadlines of the waits in progress: no round of script calls on the
-  // async thread may outlast the earliest of them (a stalled server cuts the
-  // round there, a round under way included: the waits past their deadline
-  // then time out at once).
+  // The deadlines of the waits in progress (and of a shutdown): no round of
+  // script calls on the async thread may outlast the earliest of them (a
+  // stalled server cuts the round there, a round under way included: the
+  // waits past their deadline then time out at once).
   void track_deadline(SteadyTime deadline);
   void untrack_deadline(SteadyTime deadline);
   // Hands a callback to the executor, or runs it here; its exceptions are

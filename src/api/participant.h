@@ -156,6 +156,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void deliver(AsyncWait wait, const AcquireResult& result);
   void fail_async(std::unique_lock<std::mutex>& lk, const std::exception_ptr& error);
   void bound_async_rounds(SteadyTime at);
+  void unbound_async_rounds();
   bool overdue(const Step& step, SteadyTime now) const;
 
   std::shared_ptr<ClientImpl> client_;

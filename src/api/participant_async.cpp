@@ -129,7 +129,11 @@ void Participant::leave_async(std::unique_lock<std::mutex>& lk, ScriptBatch& bat
   } else {
     claim_.finish_not_replicated();
   }
-  if (leaves_soon()) bound_async_rounds(now);
+  if (leaves_soon()) {
+    bound_async_rounds(now);
+  } else {
+    unbound_async_rounds();
+  }
   send_leave(batch, member, end_async(lk, false),
              cancelled ? std::make_exception_ptr(wait_cancelled()) : std::make_exception_ptr(not_replicated()));
 }
@@ -218,6 +222,14 @@ void Participant::bound_async_rounds(SteadyTime at) {
   if (async_->deadline) client_->async().untrack_deadline(*async_->deadline);
   async_->deadline = at;
   client_->async().track_deadline(at);
+}
+
+// The rounds of calls this wait's calls go in are no longer bounded by it
+// (at shutdown, which bounds them all). Called locked, with an async wait
+// in progress.
+void Participant::unbound_async_rounds() {
+  if (async_->deadline) client_->async().untrack_deadline(*async_->deadline);
+  async_->deadline.reset();
 }
 
 // A reply to the wait of `member`, if it is still in progress (false

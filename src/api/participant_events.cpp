@@ -27,7 +27,8 @@ void Participant::notify_waiter() {
 // The wait was cancelled: it ends soon, whatever the server does. A call
 // in progress gets a short grace to answer, then it is cut (the caller's
 // thread may be blocked in it on a stalled server), and the wait leaves the
-// queue within one more. Called locked.
+// queue within one more; an async wait at shutdown within the shutdown's
+// bound (leaves_soon). Called locked.
 void Participant::end_soon() {
   notify_waiter();
   const SteadyTime now = steady_clock::now();
@@ -36,7 +37,8 @@ void Participant::end_soon() {
     node().wake.nudge();
     return client_->keeper()->lower(calls_, now + retry::kGiveUpGrace);
   }
-  if (leaves_soon() && (!async_->deadline || now < *async_->deadline)) bound_async_rounds(now);
+  if (!leaves_soon()) return unbound_async_rounds();
+  if (!async_->deadline || now < *async_->deadline) bound_async_rounds(now);
 }
 
 // A cancelled async wait's leave bounds the rounds of calls that carry it
@@ -45,7 +47,8 @@ void Participant::end_soon() {
 // one grace for thousands of calls cut most of them on a slow host (3,000
 // async waits at shutdown left 68 to 2,584 queued under TSan, two runs at
 // once on 2 cores); the shutdown bounds them all by one command_timeout
-// (ClientImpl::shutdown).
+// (ClientImpl::shutdown), and a wait's own deadline, moot now, no longer
+// bounds them (unbound_async_rounds).
 bool Participant::leaves_soon() const { return !client_->stopped(); }
 
 // Acts on what an event changed: callbacks run without the lock held.
