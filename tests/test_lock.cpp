@@ -391,8 +391,10 @@ TEST(Transport, KeyspaceNotificationsWakeTheGrantee) {
   std::string name = unique_name("keyspace");
   FairLock a(client, name), b(client, name);
   a.lock();
+  const AcquireCalls asks(ks);
   std::thread t([&] { b.lock(); });
-  ASSERT_TRUE(eventually([&] { return zcard(ks, name, "q") == 1; }));
+  // b queued, subscribed to its name, asked once more: it sleeps.
+  ASSERT_TRUE(eventually([&] { return asks.count() >= 2; }));
   a.unlock();
   t.join();
   EXPECT_GE(client.stats().wakes_keyspace, 1u);

@@ -125,6 +125,33 @@ inline long long command_calls(const RedisServer& s, const std::string& command)
 // Script calls the server ran, whichever way (FCALL or EVALSHA).
 inline long long script_calls(const RedisServer& s) { return command_calls(s, "fcall") + command_calls(s, "evalsha"); }
 
+// Counts the acquire calls (FCALL) a server runs from its making on, by
+// its slow log, set here to log every command: a test waits with it for a
+// waiter's next ask, which no timing can tell it. (A wait on a name with
+// per-name signals asks, subscribes, then asks once more before it sleeps:
+// a release before that second ask is found by the ask, not signalled.)
+class AcquireCalls {
+ public:
+  explicit AcquireCalls(const RedisServer& s) : s_(s) {
+    s_.cmd({"CONFIG", "SET", "slowlog-log-slower-than", "0", "slowlog-max-len", "100000"});
+    s_.cmd({"SLOWLOG", "RESET"});
+  }
+  AcquireCalls(const AcquireCalls&) = delete;
+  AcquireCalls& operator=(const AcquireCalls&) = delete;
+  ~AcquireCalls() { s_.cmd({"CONFIG", "SET", "slowlog-log-slower-than", "10000", "slowlog-max-len", "128"}); }
+
+  int count() const {
+    const std::string log = s_.cmd({"SLOWLOG", "GET", "-1"});  // one argument a line
+    const std::string call = "_acquire\n7\n";                  // function name, then the 7 keys
+    int n = 0;
+    for (auto at = log.find(call); at != std::string::npos; at = log.find(call, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  const RedisServer& s_;
+};
+
 // The keys of one name that exist now, sorted, newline-joined.
 inline std::string keys_of(const RedisServer& s, const std::string& name, const std::string& prefix = "fairlock") {
   std::string all = s.cmd({"KEYS", prefix + ":{" + name + "}:*"});
