@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <optional>
 
 #include "base/retry_policy.h"
 #include "fairlock/errors.h"
@@ -206,22 +208,28 @@ void Wake::unsubscribed() {
   for (const std::string& name : names) sink_.recheck(&name);
 }
 
+// The backoff starts again from kResubscribeFirst only after a session
+// that lasted kResubscribeMax from its connection (or a planned move to a
+// new master): a server that takes the connection and drops it at once
+// (maxclients reached, protected mode) is not hammered either.
 void Wake::loop() {
   milliseconds backoff = retry::kResubscribeFirst;
   bool failed_before = false;
   while (!stopping_.load()) {
+    std::optional<std::chrono::steady_clock::time_point> connected;
     try {
       std::unique_ptr<Connection> c = server_.connect();
+      connected = std::chrono::steady_clock::now();
       if (failed_before) {
         counters_.add(&Stats::reconnects);
         log_.info("fairlock: wake subscriber reconnected");
       }
-      backoff = retry::kResubscribeFirst;
       session(*c);
     } catch (const MasterChanged&) {  // planned: subscribe on the new master now
       log_.info("fairlock: wake subscriber follows the new master");
       unsubscribed();
       failed_before = true;
+      backoff = retry::kResubscribeFirst;
     } catch (const std::exception& e) {
       if (stopping_.load()) break;
       note_first_failure();
@@ -230,6 +238,9 @@ void Wake::loop() {
       }
       failed_before = true;
       unsubscribed();
+      if (connected && std::chrono::steady_clock::now() - *connected >= retry::kResubscribeMax) {
+        backoff = retry::kResubscribeFirst;
+      }
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait_for(lk, backoff, [&] { return stopping_.load(); });
       backoff = std::min(backoff * 2, retry::kResubscribeMax);
