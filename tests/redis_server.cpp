@@ -222,6 +222,21 @@ std::string RedisServer::cmd(const std::vector<std::string>& argv) const {
   return r ? reply_text(r.get()) : "ERR:no reply";
 }
 
+std::vector<std::vector<std::string>> slow_log(const RedisServer& s) {
+  std::vector<std::vector<std::string>> log;
+  const Reply r = s.reply({"SLOWLOG", "GET", "-1"}, std::chrono::milliseconds(0));
+  if (!r || r->type != REDIS_REPLY_ARRAY) return log;
+  for (size_t i = r->elements; i-- > 0;) {  // the log comes newest first
+    const redisReply* entry = r->element[i];
+    if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 4) continue;
+    const redisReply* args = entry->element[3];
+    std::vector<std::string> argv;
+    for (size_t j = 0; j < args->elements; ++j) argv.emplace_back(args->element[j]->str, args->element[j]->len);
+    log.push_back(std::move(argv));
+  }
+  return log;
+}
+
 std::string unique_name(const std::string& base) {
   static std::atomic<int> n{0};
   return base + ":" + std::to_string(::getpid()) + ":" + std::to_string(n.fetch_add(1));

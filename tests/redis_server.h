@@ -90,6 +90,10 @@ std::string reply_text(const redisReply* r);
 Reply command_reply(int port, const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout = std::chrono::milliseconds(0), const std::string& password = "");
 
+// The commands in the server's slow log, oldest first, each as its
+// arguments (the log keeps at most 32 of 128 bytes each).
+std::vector<std::vector<std::string>> slow_log(const RedisServer& s);
+
 // Shared server for most tests (started by the test main).
 RedisServer& server();
 // A unique, hash-tag-free name for one test.

@@ -391,10 +391,11 @@ TEST(Transport, KeyspaceNotificationsWakeTheGrantee) {
   std::string name = unique_name("keyspace");
   FairLock a(client, name), b(client, name);
   a.lock();
-  const AcquireCalls asks(ks);
+  const CommandLog log(ks);
   std::thread t([&] { b.lock(); });
   // b queued, subscribed to its name, asked once more: it sleeps.
-  ASSERT_TRUE(eventually([&] { return asks.count() >= 2; }));
+  const std::string channel = "__keyspace@0__:" + key(name, "wake:" + client.id());
+  ASSERT_TRUE(eventually([&] { return log.asked_after_subscribing(channel); }));
   a.unlock();
   t.join();
   EXPECT_GE(client.stats().wakes_keyspace, 1u);

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <string>
 #include <thread>
@@ -125,30 +127,52 @@ inline long long command_calls(const RedisServer& s, const std::string& command)
 // Script calls the server ran, whichever way (FCALL or EVALSHA).
 inline long long script_calls(const RedisServer& s) { return command_calls(s, "fcall") + command_calls(s, "evalsha"); }
 
-// Counts the acquire calls (FCALL) a server runs from its making on, by
-// its slow log, set here to log every command: a test waits with it for a
-// waiter's next ask, which no timing can tell it. (A wait on a name with
-// per-name signals asks, subscribes, then asks once more before it sleeps:
-// a release before that second ask is found by the ask, not signalled.)
-class AcquireCalls {
+// What a waiter did, read from a server's slow log (set here to log every
+// command from now on): a test learns from it what no timing can tell it.
+// A wait on a name with per-name signals (keyspace, a cluster's shard
+// channels) asks; once queued, subscribes to the name's channel; then asks
+// once more and sleeps: a release before that last ask is found by the ask,
+// not signalled.
+class CommandLog {
  public:
-  explicit AcquireCalls(const RedisServer& s) : s_(s) {
+  explicit CommandLog(const RedisServer& s) : s_(s) {
     s_.cmd({"CONFIG", "SET", "slowlog-log-slower-than", "0", "slowlog-max-len", "100000"});
     s_.cmd({"SLOWLOG", "RESET"});
   }
-  AcquireCalls(const AcquireCalls&) = delete;
-  AcquireCalls& operator=(const AcquireCalls&) = delete;
-  ~AcquireCalls() { s_.cmd({"CONFIG", "SET", "slowlog-log-slower-than", "10000", "slowlog-max-len", "128"}); }
+  CommandLog(const CommandLog&) = delete;
+  CommandLog& operator=(const CommandLog&) = delete;
+  ~CommandLog() {
+    try {
+      s_.cmd({"CONFIG", "SET", "slowlog-log-slower-than", "10000", "slowlog-max-len", "128"});  // the defaults
+    } catch (const std::exception&) {  // the server is gone: nothing to restore
+    }
+  }
 
-  int count() const {
-    const std::string log = s_.cmd({"SLOWLOG", "GET", "-1"});  // one argument a line
-    const std::string call = "_acquire\n7\n";                  // function name, then the 7 keys
-    int n = 0;
-    for (auto at = log.find(call); at != std::string::npos; at = log.find(call, at + 1)) ++n;
-    return n;
+  // An acquire (FCALL) ran after the SUBSCRIBE or SSUBSCRIBE of `channel`:
+  // the waiter that subscribed has asked since, and sleeps on signals.
+  bool asked_after_subscribing(const std::string& channel) const {
+    bool subscribed = false;
+    for (const auto& argv : slow_log(s_)) {
+      if (argv.size() < 2) continue;
+      const std::string command = lower(argv[0]);
+      if (command == "subscribe" || command == "ssubscribe") {
+        subscribed = subscribed || std::find(argv.begin() + 1, argv.end(), channel) != argv.end();
+      } else if (subscribed && command == "fcall" && ends_with(argv[1], "_acquire")) {
+        return true;
+      }
+    }
+    return false;
   }
 
  private:
+  static std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  }
+  static bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  }
+
   const RedisServer& s_;
 };
 

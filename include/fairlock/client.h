@@ -24,7 +24,7 @@ struct Stats {
   std::uint64_t wakes_timer = 0;      // acquire re-runs woken by a timer (polling)
   std::uint64_t wakes_heartbeat = 0;  // grants learned from a heartbeat reply
   std::uint64_t lost = 0;             // grants found lost
-  std::uint64_t reconnects = 0;       // connections re-established
+  std::uint64_t reconnects = 0;       // connections re-established (a server that drops one at once counts too)
   std::uint64_t script_reloads = 0;   // loads of the scripts or library a server lacked
   std::uint64_t heartbeats = 0;       // heartbeat rounds (one round trip each)
 };

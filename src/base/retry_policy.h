@@ -32,7 +32,7 @@ inline constexpr milliseconds kReloadBackoffMax{50};
 // kResubscribeMax (node/wake.cpp): waiters poll meanwhile, so a slow return
 // costs latency, never a grant; a server that is down, or drops the
 // connection at once (maxclients), is not hammered: the backoff starts again
-// only after a session that lasted kResubscribeMax.
+// only after a session that lasted kResubscribeMax, or a move to a new master.
 inline constexpr milliseconds kResubscribeFirst{50};
 inline constexpr milliseconds kResubscribeMax{2000};
 // A wait for a free pooled connection looks at a deadline that may have

@@ -635,7 +635,7 @@ TEST(Faults, ConnectionsKilledUnderLoadOverTls) { connections_killed_under_load(
 // the PUBLISH (or the keyspace SET) reaches nobody. The waiter still gets the
 // grant (re-subscribe + re-check, or the bounded timer), within its liveness.
 // (In keyspace mode the waiter asks, subscribes to its name, then asks once
-// more before it sleeps: the kill waits for that second ask.)
+// more before it sleeps: the kill waits for that last ask.)
 void lost_wake(Notify mode) {
   test::RedisServer server({"--notify-keyspace-events", "K$"});
   Options o;
@@ -649,7 +649,7 @@ void lost_wake(Notify mode) {
   RawParticipant holder(server, name);
   ASSERT_EQ(holder.acquire(60000, 60000).substr(0, 2), "1\n");
   FairLock waiter(client, name);
-  const test::AcquireCalls asks(server);
+  const test::CommandLog log(server);
   std::atomic<bool> got{false};
   std::thread t([&] {
     waiter.lock();
@@ -657,7 +657,8 @@ void lost_wake(Notify mode) {
   });
   ASSERT_TRUE(eventually([&] { return zcard(server, name, "q") == 1; }));
   if (mode == Notify::keyspace) {
-    ASSERT_TRUE(eventually([&] { return asks.count() >= 2; }));
+    const std::string channel = "__keyspace@0__:fairlock:{" + name + "}:wake:" + client.id();
+    ASSERT_TRUE(eventually([&] { return log.asked_after_subscribing(channel); }));
   }
   auto before = client.stats();
   std::string exec = holder.release_in_multi_after({"CLIENT", "KILL", "TYPE", "pubsub"});
