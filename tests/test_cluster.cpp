@@ -3,9 +3,10 @@
 // every master reached from one seed, FIFO across clients, a semaphore, the
 // async API, the command, list/inspect/evict, the heartbeat per master, the
 // sharded wake (SPUBLISH, a refused channel), sync_replicas per shard,
-// keyspace mode refused, a name whose slot moves (between calls, and key by
-// key while a waiter waits), a stalled master, a stalled cluster at
-// shutdown, a holder and a waiter across the SIGKILL of their master, TLS.
+// keyspace mode refused, a cluster that is not there, a name whose slot
+// moves (between calls, and key by key while a waiter waits), a stalled
+// master, a stalled cluster at shutdown, a holder and a waiter across the
+// SIGKILL of their master, TLS.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -430,6 +431,20 @@ TEST(Cluster, KeyspaceModeIsRefused) {
 // A holder's slot moves to another master between its lock and its
 // unlock: the release follows the -MOVED, and the name carries on there
 // (its record moved with it: the fence keeps rising).
+// Only a cluster no node of which answers fails a wait's first call at
+// once: there is nothing to wait for. (A node that a slot map names and
+// that cannot be reached is a failover under way, which a wait rides out:
+// tests/faults/test_cold_start.cpp.)
+TEST(Cluster, AClusterNoNodeOfWhichAnswersFailsAWaitAtOnce) {
+  Options o;
+  o.url = "redis-cluster://127.0.0.1:1,127.0.0.1:2";  // nothing listens there
+  Client c(o);
+  FairLock lock(c, unique_name("nocluster"));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW((void)lock.try_lock_for(60s), ConnectionError);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s) << "it waited for a cluster that is not there";
+}
+
 TEST(Cluster, ANameFollowsItsSlotToAnotherMaster) {
   RedisCluster cluster;
   const std::string name = name_on(cluster, 0, "cluster-moved");

@@ -176,6 +176,11 @@ bool ClusterRouter::serves(const Server& server, std::uint16_t slot) {
   return owner_[slot] != nullptr && &owner_[slot]->server == &server;
 }
 
+bool ClusterRouter::mapped() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return refreshed_at_ != std::chrono::steady_clock::time_point{};
+}
+
 bool ClusterRouter::refresh(Unanswered* why) noexcept {
   std::vector<Node*> order = masters();
   for (const Endpoint& seed : config_.seeds) order.push_back(&node_at(seed.host, seed.port));

@@ -52,6 +52,7 @@ class ClusterRouter final : public Router, private Redirects {
   Server& asked(const Redirect& to, const Server& from) override;
   bool serves(const Server& server, std::uint16_t slot) override;
   void unreachable(const Server& server) override;
+  bool mapped() const override;
   void follow();
   // The node at host:port (made, and started if the router is, when new).
   Node& node_at(const std::string& host, int port);

@@ -36,6 +36,10 @@ class Redirects {
   virtual void unreachable(const Server& server) = 0;
   // `server` is the master of `slot` now, as far as the map knows.
   virtual bool serves(const Server& server, std::uint16_t slot) = 0;
+  // A node of the cluster gave this client the slot map: the cluster is
+  // there, so a node it names that cannot be reached is failing over (or
+  // restarting), which waits ride out as they ride out a restart.
+  virtual bool mapped() const = 0;
 };
 
 }  // namespace fairlock::detail

@@ -38,7 +38,8 @@ void Server::stop_following() noexcept {
 }
 
 bool Server::reached() const noexcept {
-  return commands_.reached() || heartbeat_.reached() || (target_.locator && target_.locator->named());
+  return commands_.reached() || heartbeat_.reached() || (target_.locator && target_.locator->named()) ||
+         (redirects_ != nullptr && redirects_->mapped());
 }
 
 bool Server::open() {

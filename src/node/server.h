@@ -80,9 +80,11 @@ class Server {
   void stop_following() noexcept;
   // "host:port", or through Sentinel "the master of 'name'", for messages.
   std::string where() const;
-  // This client has opened a connection to it before (Pool::reached), or,
-  // through Sentinel, a sentinel named its master: a failure to connect is
-  // then the server going away (a failover under way), which waits ride out.
+  // This client has opened a connection to it before (Pool::reached),
+  // through Sentinel a sentinel named its master, or on a cluster a node
+  // gave the slot map (Redirects::mapped): a failure to connect is then the
+  // server going away (a failover under way), which waits ride out. Only a
+  // deployment no part of which ever answered fails a first call at once.
   bool reached() const noexcept;
 
  private:
