@@ -233,6 +233,21 @@ TEST(CliRun, WaitIsABoundWithTheServerStoppedBeforeTheStart) {
   EXPECT_LE(took, 1000 + 1500) << "run -w 1 exited after " << took << " ms";
 }
 
+// --sync-replicas against a master with no replica: WAIT 1 answers 0, no
+// grant is ever acknowledged. Issue 44 (finding 5): the error was printed
+// "fairlock: fairlock: NAME: ...".
+TEST(CliRun, AGrantNotAcknowledgedByTheDeadlineIsToldOnceInTheCommandsWords) {
+  RedisServer alone;
+  const std::string name = unique_name("cli-sync-w");
+  CliResult r = run_cli({"run", "-w", "1", "--sync-replicas", "1", name, "true"}, alone.url());
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_EQ(r.output.rfind("fairlock: " + name + ": the grant was not acknowledged by 1 replica(s)", 0), 0u)
+      << r.output;
+  EXPECT_EQ(r.output.find("fairlock: fairlock:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(--sync-replicas); it was released"), std::string::npos) << r.output;
+  EXPECT_TRUE(Client(opts_for(alone)).inspect(name).holders.empty());
+}
+
 TEST(CliRun, WaitIsABoundWithTheServerStopped) {
   std::vector<long long> overshoot;
   for (long run = env_or("FAIRLOCK_DEADLINE_RUNS", 1); run > 0; --run) wait_with_the_server_stopped(overshoot);
