@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 #include "test_cli_util.h"
 
@@ -235,6 +236,27 @@ TEST(CliRun, WaitIsABoundWithTheServerStoppedBeforeTheStart) {
   EXPECT_LE(took, 1000 + 1500) << "run -w 1 exited after " << took << " ms";
   EXPECT_EQ(n.status, 75) << n.output;
   EXPECT_NE(n.output.find(": no turn (-n: the server does not answer"), std::string::npos) << n.output;
+}
+
+// --wait counts from fairlock's start, as its watchdog does: a connection
+// that took 300 ms (the server paused meanwhile) used to push the wait's
+// deadline 300 ms past the watchdog's, which then cut the wait ("the server
+// does not answer") and left its queue entry to lapse with its liveness.
+TEST(CliRun, WaitCountsTheConnectionAsTheWatchdogDoes) {
+  RedisServer own;
+  Client client(opts_for(own));
+  const std::string name = unique_name("cli-slow-connect");
+  FairLock holder(client, name);
+  holder.lock();
+  own.pause();
+  Child f(FAIRLOCK_CLI_PATH, cli({"run", "-w", "1", name, "true"}, own.url()), true);
+  std::this_thread::sleep_for(300ms);  // longer than the watchdog's margin (100 ms)
+  own.resume();
+  const std::string out = f.rest();
+  EXPECT_EQ(f.wait(), 75) << out;
+  EXPECT_NE(out.find("no turn within --wait\n"), std::string::npos) << out;  // the library's answer
+  EXPECT_EQ(zcard(own, name, "q"), 0);                                       // it left the queue
+  holder.unlock();
 }
 
 // --sync-replicas against a master with no replica: WAIT 1 answers 0, no
