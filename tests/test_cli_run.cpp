@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 #include "test_cli_util.h"
 
@@ -227,10 +228,72 @@ TEST(CliRun, WaitIsABoundWithTheServerStoppedBeforeTheStart) {
   const auto t0 = Clock::now();
   CliResult r = run_cli({"run", "-w", "1", unique_name("cli-deadline-start"), "true"}, own.url());
   const long long took = since(t0).count();
+  // -n's bound says -n (it said "no turn within --wait"): no --wait was given.
+  CliResult n = run_cli({"run", "-n", unique_name("cli-deadline-start"), "true"}, own.url());
   own.resume();
   EXPECT_EQ(r.status, 75) << r.output;
   EXPECT_GE(took, 1000);
   EXPECT_LE(took, 1000 + 1500) << "run -w 1 exited after " << took << " ms";
+  EXPECT_EQ(n.status, 75) << n.output;
+  EXPECT_NE(n.output.find(": no turn (-n: the server does not answer"), std::string::npos) << n.output;
+}
+
+// --wait counts from fairlock's start, as its watchdog does: a connection
+// that took 300 ms (the server paused meanwhile) used to push the wait's
+// deadline 300 ms past the watchdog's, which then cut the wait ("the server
+// does not answer") and left its queue entry to lapse with its liveness.
+TEST(CliRun, WaitCountsTheConnectionAsTheWatchdogDoes) {
+  RedisServer own;
+  Client client(opts_for(own));
+  const std::string name = unique_name("cli-slow-connect");
+  FairLock holder(client, name);
+  holder.lock();
+  own.pause();
+  Child f(FAIRLOCK_CLI_PATH, cli({"run", "-w", "1", name, "true"}, own.url()), true);
+  std::this_thread::sleep_for(300ms);  // longer than the watchdog's margin (100 ms)
+  own.resume();
+  const std::string out = f.rest();
+  EXPECT_EQ(f.wait(), 75) << out;
+  EXPECT_NE(out.find("no turn within --wait\n"), std::string::npos) << out;  // the library's answer
+  EXPECT_EQ(zcard(own, name, "q"), 0);                                       // it left the queue
+  holder.unlock();
+}
+
+// --sync-replicas against a master with no replica: WAIT 1 answers 0, no
+// grant is ever acknowledged. Issue 44 (finding 2): `run -n --sync-replicas 1`
+// exited 75 after 1.0 s saying "no turn within --wait (the server does not
+// answer ...)" and left the grant held for its lease (10 s): -n's watchdog
+// (1 s) cut the WAIT it carries (sync_timeout, 1 s) and the release after it.
+TEST(CliRun, NonblockWhoseGrantIsNotAcknowledgedReleasesItAndExits69) {
+  RedisServer alone;
+  const std::string name = unique_name("cli-sync-n");
+  CliResult r = run_cli({"run", "-n", "--sync-replicas", "1", name, "true"}, alone.url());
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_NE(r.output.find(name + ": the grant was not acknowledged by 1 replica(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("it was released"), std::string::npos) << r.output;
+  CliResult st = run_cli({"status", name}, alone.url());
+  EXPECT_NE(st.output.find(" holders 0 "), std::string::npos) << st.output;
+  Client client(opts_for(alone));
+  FairLock next(client, name);
+  ASSERT_TRUE(next.try_lock());  // free at once, not after the lease
+  // Busy: the answer, after the WAIT the try carries too, not the watchdog's.
+  CliResult busy = run_cli({"run", "-n", "--sync-replicas", "1", name, "true"}, alone.url());
+  EXPECT_EQ(busy.status, 75) << busy.output;
+  EXPECT_NE(busy.output.find("(-n: busy, or others wait)"), std::string::npos) << busy.output;
+  next.unlock();
+}
+
+// Issue 44 (finding 5): the error was printed "fairlock: fairlock: NAME: ...".
+TEST(CliRun, AGrantNotAcknowledgedByTheDeadlineIsToldOnceInTheCommandsWords) {
+  RedisServer alone;
+  const std::string name = unique_name("cli-sync-w");
+  CliResult r = run_cli({"run", "-w", "1", "--sync-replicas", "1", name, "true"}, alone.url());
+  EXPECT_EQ(r.status, 69) << r.output;
+  EXPECT_EQ(r.output.rfind("fairlock: " + name + ": the grant was not acknowledged by 1 replica(s)", 0), 0u)
+      << r.output;
+  EXPECT_EQ(r.output.find("fairlock: fairlock:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(--sync-replicas); it was released"), std::string::npos) << r.output;
+  EXPECT_TRUE(Client(opts_for(alone)).inspect(name).holders.empty());
 }
 
 TEST(CliRun, WaitIsABoundWithTheServerStopped) {

@@ -22,6 +22,11 @@ inline constexpr std::chrono::milliseconds kMaxDuration{2147483647};
 // (never more often than every 10 ms), so a shorter one is lost before a
 // renewal can reach the server.
 inline constexpr std::chrono::milliseconds kMinLease{100};
+// With Options::sync_replicas: how much longer than its timeout a WAIT may
+// take (the server honours the timeout at its next cron tick, hz 10: up to
+// 100 ms late), so the call that carries one may take Options::sync_timeout
+// plus this; sync_timeout must be shorter than command_timeout by this much.
+inline constexpr std::chrono::milliseconds kSyncSlack{250};
 }  // namespace limits
 
 // How a waiting process learns that a grant was handed to it.

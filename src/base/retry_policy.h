@@ -2,6 +2,8 @@
 // Every retry and backoff constant of the library, with why it has its value.
 #include <chrono>
 
+#include "fairlock/options.h"
+
 namespace fairlock::detail::retry {
 
 using std::chrono::milliseconds;
@@ -49,8 +51,8 @@ inline constexpr milliseconds kPlainProbeAfter{200};
 inline constexpr milliseconds kMinSyncWait{10};
 // A WAIT's timeout is honoured at the server's next cron tick (hz 10: up
 // to 100 ms late): the call that carries it may take this much longer
-// before it is cut as stalled.
-inline constexpr milliseconds kSyncSlack{250};
+// before it is cut as stalled. Public (fairlock run's bounds count it).
+inline constexpr milliseconds kSyncSlack = limits::kSyncSlack;
 // (Not a constant: a release whose connection broke is tried once more on a
 // fresh one, api/participant.cpp release_member; more would not tell a lost
 // grant from a release that ran. If that fails too, the caller is told

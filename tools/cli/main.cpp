@@ -44,6 +44,16 @@ int usage_error(const std::string& command, const std::string& what) {
   return kUsage;
 }
 
+// An error's one line, "fairlock: " once: the library's messages start
+// with it or not, and name Options fields where the command has flags.
+int failed(const std::exception& e, int status) {
+  const std::string prefix = "fairlock: ";
+  std::string what = in_cli_words(e.what());
+  if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
+  std::fprintf(stderr, "%s%s\n", prefix.c_str(), what.c_str());
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,31 +71,22 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     return usage_error(command, in_cli_words(e.what()));
   } catch (const fairlock::TlsError& e) {
-    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
-    return fairlock::is_setup_error(e) ? kConfig : kUnavailable;  // cured by no retry, or perhaps by one
+    return failed(e, fairlock::is_setup_error(e) ? kConfig : kUnavailable);  // cured by no retry, or perhaps by one
   } catch (const fairlock::EvictionPolicyError& e) {
-    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
-    return kConfig;
+    return failed(e, kConfig);
   } catch (const fairlock::UnknownMasterError& e) {
-    std::fprintf(stderr, "fairlock: %s\n", e.what());
-    return kConfig;
+    return failed(e, kConfig);
   } catch (const fairlock::AccessDenied& e) {
-    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
-    return kAccessDenied;
+    return failed(e, kAccessDenied);
   } catch (const fairlock::EvictedError& e) {
-    std::fprintf(stderr, "fairlock: %s\n", e.what());
-    return kEvicted;
+    return failed(e, kEvicted);
   } catch (const fairlock::NotReplicatedError& e) {
-    std::fprintf(stderr, "fairlock: %s\n", e.what());
-    return kUnavailable;  // the replicas may be back soon
+    return failed(e, kUnavailable);  // the replicas may be back soon
   } catch (const fairlock::ConnectionError& e) {
-    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
-    return kUnavailable;
+    return failed(e, kUnavailable);
   } catch (const fairlock::TimeoutError& e) {
-    std::fprintf(stderr, "fairlock: %s\n", e.what());
-    return kUnavailable;
+    return failed(e, kUnavailable);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fairlock: %s\n", in_cli_words(e.what()).c_str());
-    return kSoftware;
+    return failed(e, kSoftware);
   }
 }

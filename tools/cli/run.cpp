@@ -12,7 +12,9 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "commands.h"
 #include "exit_codes.h"
@@ -25,19 +27,24 @@
 namespace fairlock::cli {
 namespace {
 
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
 // How long after --wait's deadline the command gives up on a library call
-// that has not returned (a server that stopped answering), and how long it
-// gives the Client's shutdown once it has decided to exit.
-constexpr std::chrono::milliseconds kWatchdogMargin{100};
-constexpr std::chrono::milliseconds kShutdownMargin{50};
+// that has not returned (a server that stopped answering: the library's
+// leave at the deadline, or its release of a grant the replicas did not
+// acknowledge, gets as long), and how long it gives the Client's shutdown
+// once it has decided to exit.
+constexpr milliseconds kWatchdogMargin{100};
+constexpr milliseconds kShutdownMargin{50};
 // -n's one round trip: a slow machine must not turn a free lock into "busy".
-constexpr std::chrono::milliseconds kTryMargin{1000};
+constexpr milliseconds kTryMargin{1000};
 
 struct RunSettings {
   std::string name;
   std::uint32_t permits = 1;
   fairlock::LockOptions lock;
-  std::optional<std::chrono::milliseconds> wait;  // none: forever; 0: a try (-n)
+  std::optional<milliseconds> wait;  // none: forever; 0: a try (-n)
   int conflict = kConflict;
   bool kill_on_loss = false, verbose = false;
 };
@@ -56,7 +63,7 @@ RunSettings settings(const Args& a) {
   if (given > 1) throw UsageError("--wait, -w/--timeout and -n/--nonblock: one at most");
   if (a.has("--wait")) s.wait = parse_duration(a.values.at("--wait"), "--wait", true);
   if (a.has("--timeout")) s.wait = parse_duration(a.values.at("--timeout"), "-w/--timeout", true);
-  if (a.has("--nonblock")) s.wait = std::chrono::milliseconds(0);
+  if (a.has("--nonblock")) s.wait = milliseconds(0);
   if (a.has("--conflict-exit-code")) {
     s.conflict = static_cast<int>(parse_count(a.values.at("--conflict-exit-code"), "-E/--conflict-exit-code", 1, 255));
   }
@@ -65,18 +72,37 @@ RunSettings settings(const Args& a) {
   return s;
 }
 
-// Exits with the conflict status if the library has not answered by the
-// time `at`; disarm() before acting on its answer.
+// How long from the start the command waits for the library's answer before
+// it gives up (the server stopped answering): --wait and kWatchdogMargin, or
+// -n's kTryMargin. With --sync-replicas a call carries a WAIT, which may end
+// limits::kSyncSlack after its timeout: the deadline under --wait, or a whole
+// sync_timeout under -n (which has none), whose grant, not acknowledged, is
+// then released (kWatchdogMargin, as --wait's leave).
+milliseconds give_up_after(milliseconds wait, const fairlock::Options& o) {
+  const bool once = wait.count() == 0;
+  milliseconds after = wait + (once ? kTryMargin : kWatchdogMargin);
+  if (o.sync_replicas > 0)
+    after += fairlock::limits::kSyncSlack + (once ? o.sync_timeout + kWatchdogMargin : milliseconds(0));
+  return after;
+}
+
+// What the watchdog says when the library has not answered in time.
+std::string no_answer(const RunSettings& s) {
+  return "fairlock: " + printable(s.name) +
+         (s.wait->count() ? ": no turn within --wait (the server does not answer; the queue entry lapses with its "
+                            "liveness)"
+                          : ": no turn (-n: the server does not answer; a grant it made lapses with its lease)");
+}
+
+// Exits with the conflict status, saying `why`, if the library has not
+// answered by the time `at`; disarm() before acting on its answer.
 class Watchdog {
  public:
-  Watchdog(std::chrono::steady_clock::time_point at, const std::string& name, int status)
-      : thread_([this, at, name, status] {
+  Watchdog(steady_clock::time_point at, std::string why, int status)
+      : thread_([this, at, why = std::move(why), status] {
           std::unique_lock<std::mutex> lk(mu_);
           if (cv_.wait_until(lk, at, [this] { return done_; })) return;
-          std::fprintf(stderr,
-                       "fairlock: %s: no turn within --wait (the server does not answer; the queue entry lapses "
-                       "with its liveness)\n",
-                       printable(name).c_str());
+          std::fprintf(stderr, "%s\n", why.c_str());
           std::_Exit(status);
         }) {}
   Watchdog(const Watchdog&) = delete;
@@ -101,8 +127,8 @@ class Watchdog {
 // Returns `status` to exit with; if the Client's shutdown (a server that
 // stopped answering) has not let the process exit by `at` (and at least
 // kShutdownMargin from now), exits then anyway: --wait bounds the exit.
-int exit_soon(int status, std::chrono::steady_clock::time_point at = {}) {
-  at = std::max(at, std::chrono::steady_clock::now() + kShutdownMargin);
+int exit_soon(int status, steady_clock::time_point at = {}) {
+  at = std::max(at, steady_clock::now() + kShutdownMargin);
   std::thread([status, at] {
     std::this_thread::sleep_until(at);
     std::_Exit(status);
@@ -110,13 +136,25 @@ int exit_soon(int status, std::chrono::steady_clock::time_point at = {}) {
   return status;
 }
 
-// Waits for the turn; true if held. Throws Cancelled when a signal ended the wait.
-bool acquire(fairlock::FairSemaphore& lock, const RunSettings& s) {
+// Waits for the turn; true if held. Throws Cancelled when a signal ended the
+// wait. --wait counts from `start`: connecting took part of it (and the
+// watchdog counts from there), but the turn is asked for once at least.
+bool acquire(fairlock::FairSemaphore& lock, const RunSettings& s, steady_clock::time_point start) {
   if (!s.wait) {
     lock.lock();
     return true;
   }
-  return s.wait->count() == 0 ? lock.try_lock() : lock.try_lock_for(*s.wait);
+  if (s.wait->count() == 0) return lock.try_lock();
+  const auto left = *s.wait - (steady_clock::now() - start);
+  return lock.try_lock_for(std::max<steady_clock::duration>(left, milliseconds(1)));
+}
+
+fairlock::Options run_options(const Args& a) {
+  fairlock::Options options = client_options(a, fairlock::Notify::publish);
+  if (a.has("--sync-replicas")) {
+    options.sync_replicas = static_cast<int>(parse_count(a.values.at("--sync-replicas"), "--sync-replicas", 0, 16));
+  }
+  return options;
 }
 
 // on_lost: notes the loss, says so, and ends the command's group (--kill-on-loss) or the hold.
@@ -183,18 +221,15 @@ int held(const Args& a, const RunSettings& s, fairlock::FairSemaphore& lock, con
 
 int cmd_run(const Args& a) {
   RunSettings s = settings(a);
+  const fairlock::Options options = run_options(a);
   sigset_t old;
   block_signals(&old);  // before any thread starts
-  const auto wait = s.wait.value_or(std::chrono::milliseconds(0));
-  const auto exit_by = std::chrono::steady_clock::now() + wait + (wait.count() ? kWatchdogMargin : kTryMargin);
+  const auto start = steady_clock::now();
+  const auto exit_by = start + give_up_after(s.wait.value_or(milliseconds(0)), options);
   std::optional<Watchdog> dog;  // armed before the first connection: --wait bounds that too
-  if (s.wait) dog.emplace(exit_by, s.name, s.conflict);
+  if (s.wait) dog.emplace(exit_by, no_answer(s), s.conflict);
   std::atomic<bool> lost{false};
   s.lock.on_lost = report_loss(lost, s.kill_on_loss, s.name);
-  fairlock::Options options = client_options(a, fairlock::Notify::publish);
-  if (a.has("--sync-replicas")) {
-    options.sync_replicas = static_cast<int>(parse_count(a.values.at("--sync-replicas"), "--sync-replicas", 0, 16));
-  }
   fairlock::Client client(options);
   std::optional<Progress> progress;
   if (s.verbose || ::isatty(STDERR_FILENO)) {
@@ -208,7 +243,7 @@ int cmd_run(const Args& a) {
   });
   bool got = false;
   try {
-    got = acquire(lock, s);  // (an operator's evict ends it with EvictedError: main's status 79)
+    got = acquire(lock, s, start);  // (an operator's evict ends it with EvictedError: main's status 79)
   } catch (const fairlock::Cancelled&) {
     return exit_soon(kSignalBase + stop_signal());
   }

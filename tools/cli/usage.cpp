@@ -30,7 +30,8 @@ Options (defaults: permits 1, lease 10s, wait forever, liveness 5s):
   -v, --verbose         progress on stderr: place in line (#0 is next), held,
                         released (always when stderr is a terminal)
   --sync-replicas N     start CMD only once N replicas have the grant (WAIT);
-                        renewals too; not acknowledged by --wait: 69
+                        renewals too; not acknowledged by --wait (-n: in
+                        one WAIT): 69, released
 A waiter that stops renewing leaves the queue after its liveness (5s).
 
 Signals: CMD runs in a process group of its own, made the terminal's

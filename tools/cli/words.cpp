@@ -15,6 +15,7 @@ const std::pair<const char*, const char*> kFlags[] = {
     {"Options::tls.ca_file", "--cacert"},
     {"Options::tls.ca_dir", "--cacertdir"},
     {"Options::key_prefix", "--prefix"},
+    {"Options::sync_replicas", "--sync-replicas"},
     {"LockOptions::lease", "--lease"},
     {"Options::tls", "the TLS options"},
     {"Options::url", "--url ($FAIRLOCK_URL)"},
