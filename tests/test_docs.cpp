@@ -103,6 +103,45 @@ TEST(Docs, TheCommandListIsWhatTheScriptsCall) {
   for (const auto& c : listed) EXPECT_TRUE(used.count(c)) << "§4 lists " << c << "; no script calls it";
 }
 
+// The code spans of a text, in order.
+std::vector<std::string> code_spans(const std::string& text) {
+  std::vector<std::string> out;
+  const std::regex code("`([^`]+)`");
+  for (std::sregex_iterator it(text.begin(), text.end(), code), end; it != end; ++it) out.push_back((*it)[1]);
+  return out;
+}
+
+// What §4 says a user's ACL rule must allow (the keys, the channels of both
+// publish modes, the script commands, FCALL and FUNCTION LOAD), with the
+// prefix `fairlock`, is in docs/OPERATIONS.md's rule or one of its
+// additions: the two documents give a foreign client the same rule.
+TEST(Docs, TheProtocolsAclRuleIsInTheOperationsRules) {
+  const std::string protocol = flat(source_file("docs/PROTOCOL.md"));
+  const auto from = protocol.find("A user's ACL rule must allow");
+  ASSERT_NE(from, std::string::npos);
+  const auto keys = protocol.find("with the keys ", from), channels = protocol.find("the channels ", from);
+  const auto end = protocol.find("plus `FCALL` and `FUNCTION LOAD`", from);
+  ASSERT_TRUE(keys != std::string::npos && channels != std::string::npos && end != std::string::npos)
+      << "§4's ACL sentence changed: update this test";
+  const auto with_prefix = [](std::string pattern) { return "fairlock" + pattern.substr(1); };  // P: -> fairlock:
+  std::vector<std::string> needed = {"~" + with_prefix(code_spans(protocol.substr(keys, channels - keys)).at(0)),
+                                     "+fcall", "+function|load"};
+  for (const auto& span : code_spans(protocol.substr(channels, end - channels))) {
+    if (span.rfind("P:", 0) == 0) needed.push_back("&" + with_prefix(span));
+  }
+  for (const auto& c : commands_the_scripts_call()) needed.push_back("+" + c);
+  const std::string operations = source_file("docs/OPERATIONS.md");
+  std::set<std::string> documented;
+  for (const auto& w : documented_acl_rule(operations)) documented.insert(w);
+  for (const char* addition :
+       {"- `Notify::keyspace` adds", "- Redis Cluster adds", "- Mode `s` on a standalone server adds"}) {
+    for (const auto& w : words_of(code_after(operations, addition))) documented.insert(w);
+  }
+  EXPECT_GE(needed.size(), 26u);
+  for (const auto& n : needed)
+    EXPECT_TRUE(documented.count(n)) << "§4 requires " << n << "; OPERATIONS.md never gives it";
+}
+
 // Every local validity bound the document gives (a send time plus
 // `remaining`, min(lease, liveness_ms) or `liveness_ms`) subtracts 1 ms.
 // Issue 44: §6 gave a version 5 member's signalled grant "send time +
