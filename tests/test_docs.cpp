@@ -41,14 +41,15 @@ std::string flat(const std::string& text) {
   return out;
 }
 
-// Every number the regex's first group finds in `text`, with its context.
-std::vector<std::pair<std::string, std::string>> numbers(const std::string& text, const std::regex& re) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
-    out.emplace_back((*it)[1].str(), it->str());
-  }
+// The first group of every match of `re` in `text`, in order.
+std::vector<std::string> firsts(const std::string& text, const std::regex& re) {
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) out.push_back((*it)[1]);
   return out;
 }
+
+// The code spans of a text, in order.
+std::vector<std::string> code_spans(const std::string& text) { return firsts(text, std::regex("`([^`]+)`")); }
 
 // The protocol version the document states (its "This is protocol version
 // N", every record it shows, `HSET seq v N`, `(v N, s …)`, and the README's
@@ -66,17 +67,21 @@ TEST(Docs, TheProtocolVersionIsWhatTheServerWrites) {
   ASSERT_FALSE(written.empty());
   const std::string protocol = flat(source_file("docs/PROTOCOL.md"));
   const std::string readme = flat(source_file("README.md"));
-  std::vector<std::pair<std::string, std::string>> stated;
-  for (const auto& n : numbers(protocol, std::regex("This is protocol version ([0-9]+)"))) stated.push_back(n);
+  std::vector<std::pair<std::string, std::string>> stated;  // (number, the phrase that states it)
+  const auto state = [&](const std::string& text, const std::string& phrase) {
+    for (const auto& n : firsts(text, std::regex(phrase))) stated.emplace_back(n, phrase);
+  };
+  state(protocol, "This is protocol version ([0-9]+)");
   const std::size_t headline = stated.size();
-  for (const auto& n : numbers(protocol, std::regex("under protocol version ([0-9]+)"))) stated.push_back(n);
-  for (const auto& n : numbers(protocol, std::regex("seq v ([0-9]+)"))) stated.push_back(n);
-  for (const auto& n : numbers(protocol, std::regex("\\(v ([0-9]+), s "))) stated.push_back(n);
-  for (const auto& n : numbers(readme, std::regex("versioned \\(version ([0-9]+)\\)"))) stated.push_back(n);
+  state(protocol, "under protocol version ([0-9]+)");
+  state(protocol, "seq v ([0-9]+)");
+  state(protocol, "\\(v ([0-9]+), s ");
+  state(readme, "versioned \\(version ([0-9]+)\\)");
   ASSERT_EQ(headline, 1u) << "PROTOCOL.md no longer says \"This is protocol version N\"";
   ASSERT_GE(stated.size(), 6u) << "the phrases this test reads are gone from the documents";
   for (const auto& [number, where] : stated) {
-    EXPECT_EQ(number, written) << "the document says \"" << where << "\"; the scripts write v " << written;
+    EXPECT_EQ(number, written) << "the document says " << number << " where it matches /" << where
+                               << "/; the scripts write v " << written;
   }
 }
 
@@ -91,24 +96,13 @@ TEST(Docs, TheCommandListIsWhatTheScriptsCall) {
   const auto to = protocol.find("and nothing else", from);
   ASSERT_NE(to, std::string::npos);
   std::set<std::string> listed;
-  const std::string list = protocol.substr(from, to - from);
-  const std::regex code("`([A-Z]+)`");
-  for (std::sregex_iterator it(list.begin(), list.end(), code), end; it != end; ++it) {
-    std::string command = (*it)[1].str();
+  for (std::string command : code_spans(protocol.substr(from, to - from))) {
     for (auto& ch : command) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     listed.insert(command);
   }
   const std::set<std::string> used = commands_the_scripts_call();
   for (const auto& c : used) EXPECT_TRUE(listed.count(c)) << "the scripts call " << c << "; §4 does not list it";
   for (const auto& c : listed) EXPECT_TRUE(used.count(c)) << "§4 lists " << c << "; no script calls it";
-}
-
-// The code spans of a text, in order.
-std::vector<std::string> code_spans(const std::string& text) {
-  std::vector<std::string> out;
-  const std::regex code("`([^`]+)`");
-  for (std::sregex_iterator it(text.begin(), text.end(), code), end; it != end; ++it) out.push_back((*it)[1]);
-  return out;
 }
 
 // What §4 says a user's ACL rule must allow (the keys, the channels of both
@@ -242,12 +236,7 @@ TEST(Docs, ASignalledGrantIsValidUntilSendTimePlusWindowMinus1ms) {
 }
 
 // The JSON keys of a text, in order ("key": or "key" :).
-std::vector<std::string> json_keys(const std::string& json) {
-  std::vector<std::string> out;
-  const std::regex key_re("\"([a-z_]+)\"\\s*:");
-  for (std::sregex_iterator it(json.begin(), json.end(), key_re), end; it != end; ++it) out.push_back((*it)[1]);
-  return out;
-}
+std::vector<std::string> json_keys(const std::string& json) { return firsts(json, std::regex("\"([a-z_]+)\"\\s*:")); }
 
 // The example of `fairlock status --json` in PROTOCOL.md has the keys, in
 // their order, that the command prints for a name with a holder and a
