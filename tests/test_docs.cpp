@@ -255,7 +255,8 @@ TEST(Docs, TheStatusJsonHasTheDocumentedKeys) {
   FairLock holder(client, name), waiter(client, name);
   holder.lock();
   std::thread t([&] { waiter.lock(); });
-  ASSERT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; }));
+  // (no ASSERT before the join: the waiting thread must be joined)
+  EXPECT_TRUE(eventually([&] { return zcard(server(), name, "q") == 1; })) << "the waiter never queued";
   const CliResult r = run_cli({"status", "--json", name});
   holder.unlock();
   t.join();
