@@ -117,7 +117,9 @@ TEST(Docs, TheProtocolsAclRuleIsInTheOperationsRules) {
   const auto end = protocol.find("plus `FCALL` and `FUNCTION LOAD`", from);
   ASSERT_TRUE(keys != std::string::npos && channels != std::string::npos && end != std::string::npos)
       << "§4's ACL sentence changed: update this test";
-  const auto with_prefix = [](std::string pattern) { return "fairlock" + pattern.substr(1); };  // P: -> fairlock:
+  const auto with_prefix = [](const std::string& pattern) {
+    return "fairlock" + pattern.substr(1);
+  };  // P: -> fairlock:
   std::vector<std::string> needed = {"~" + with_prefix(code_spans(protocol.substr(keys, channels - keys)).at(0)),
                                      "+fcall", "+function|load"};
   for (const auto& span : code_spans(protocol.substr(channels, end - channels))) {
