@@ -6,6 +6,7 @@
 // without the right permissions gets a clear error; tokens are unguessable.
 #include <fairlock/fairlock.h>
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -13,23 +14,36 @@
 #include <mutex>
 #include <set>
 
+#include "doc_text.h"
 #include "fairlock_lua.h"
 #include "redis_cluster.h"
 #include "scenario.h"
+#include "script_commands.h"
 
 namespace fairlock::faults {
 namespace {
 
+// The rules are read from docs/OPERATIONS.md (doc_text.h), never copied:
+// what the tests apply to a real server is what a user reads. A rule the
+// document no longer gives reads as one word naming what is missing, which
+// ACL SETUSER refuses: every test that uses it fails on it (set_user), and
+// the others still run.
+std::vector<std::string> documented(const std::function<std::vector<std::string>(const std::string&)>& read) {
+  try {
+    return read(test::source_file("docs/OPERATIONS.md"));
+  } catch (const std::exception& e) {
+    return {std::string("(docs/OPERATIONS.md: ") + e.what() + ")"};
+  }
+}
+// The words of the `code` after `marker` in docs/OPERATIONS.md.
+std::vector<std::string> documented_addition(const std::string& marker) {
+  return documented([&](const std::string& text) { return test::words_of(test::code_after(text, marker)); });
+}
 // The minimal ACL rule for the default (publish) mode, every feature included
 // (lock, semaphore, try, timeouts, cancel, renewal, reloading the scripts
-// after a flush, inspect, list, evict). It is what the README documents.
-const std::vector<std::string> kMinimalRule = {
-    "resetkeys", "~fairlock:*", "resetchannels", "&fairlock:wake:*", "-@all",
-    // the client itself
-    "+fcall", "+function|load", "+subscribe", "+scan",
-    // the scripts
-    "+time", "+zadd", "+zrem", "+zpopmin", "+zrange", "+zrangebyscore", "+zscore", "+zcard", "+zrank", "+hget",
-    "+hmget", "+hset", "+hdel", "+type", "+get", "+set", "+del", "+exists", "+pexpireat", "+pttl", "+publish"};
+// after a flush, inspect, list, evict): the client's own commands
+// (+fcall +function|load +subscribe +scan) and the scripts'.
+const std::vector<std::string> kMinimalRule = documented(test::documented_acl_rule);
 // The same rule for a client that runs the scripts by EVALSHA (a server
 // without functions, or Options::use_functions false).
 std::vector<std::string> evalsha_rule() {
@@ -40,13 +54,14 @@ std::vector<std::string> evalsha_rule() {
   return rule;
 }
 // Added for Notify::keyspace.
-const std::vector<std::string> kKeyspaceExtra = {"&__keyspace@*__:fairlock:*", "+unsubscribe", "+config|get"};
+const std::vector<std::string> kKeyspaceExtra = documented_addition("- `Notify::keyspace` adds");
 // Added on Redis Cluster (sharded wake, protocol version 8: mode 's'; the
-// slot map and the redirections), as docs/OPERATIONS.md writes it.
-const std::vector<std::string> kShardedExtra = {"&fairlock:{*",  "+spublish",      "+ssubscribe",
-                                                "+sunsubscribe", "+cluster|slots", "+asking"};
+// slot map and the redirections).
+const std::vector<std::string> kShardedExtra = documented_addition("- Redis Cluster adds");
+// Added for names shared with a member of mode 's' on a standalone server.
+const std::vector<std::string> kStandaloneShardedExtra = documented_addition("- Mode `s` on a standalone server adds");
 // Added for Options::sync_replicas (any topology).
-const std::vector<std::string> kSyncExtra = {"+wait"};
+const std::vector<std::string> kSyncExtra = documented_addition("- `Options::sync_replicas` adds");
 
 std::vector<std::string> plus(std::vector<std::string> rule, const std::vector<std::string>& extra) {
   rule.insert(rule.end(), extra.begin(), extra.end());
@@ -57,7 +72,9 @@ void set_user(test::RedisServer& s, const std::string& user, const std::string& 
               const std::vector<std::string>& rule) {
   std::vector<std::string> argv = {"ACL", "SETUSER", user, "reset", "on", ">" + password};
   argv.insert(argv.end(), rule.begin(), rule.end());
-  ASSERT_EQ(s.cmd(argv), "OK");
+  std::string words;
+  for (const auto& r : rule) words += " " + r;
+  ASSERT_EQ(s.cmd(argv), "OK") << "the rule:" << words;
 }
 
 // Where a workload runs: one server, or a cluster's nodes (the masters
@@ -388,23 +405,115 @@ TEST(Security, PasswordAuth) {
   }
 }
 
-TEST(Security, MinimalAclRuleIsEnough) {
-  test::RedisServer s;
-  set_user(s, "app", "secret", kMinimalRule);
-  Workload w = workload(s, "app", "secret");
-  EXPECT_TRUE(w.errors.empty()) << "with the minimal rule:" << joined(w.errors);
-  EXPECT_TRUE(w.subscribed) << "the user could not subscribe to its wake channel";
+// A member of mode 's' that a client of another language queued on a
+// standalone server, behind a C++ holder, both as user `app`: the C++
+// release hands it the permit and signals it by SPUBLISH, under app's rule.
+struct ShardedHandoff {
+  std::string subscribed;                // the foreign client's SSUBSCRIBE reply (its error if refused)
+  std::string queued;                    // its acquire reply
+  Released released = Released::failed;  // the C++ holder's release, which grants it
+  std::string message;                   // what its SSUBSCRIBE received ("": nothing within 5 s)
+  std::string log;                       // what the C++ client logged
+};
+
+ShardedHandoff sharded_handoff_on_standalone(test::RedisServer& s) {
+  ShardedHandoff out;
+  Options o;
+  o.url = "redis://app:secret@127.0.0.1:" + std::to_string(s.port());
+  o.liveness_ttl = 2s;
+  CapturedLog log;
+  o.logger = log.logger();
+  const std::string name = fresh_name();
+  const std::string cid = "5eed00000000f00d";
+  const std::string member = "s" + cid + ":0123456789abcdef01234567:10000";
+  const std::string function = std::string(detail::lua::library_name);
+  const auto call = [&](const std::string& op, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"FCALL", function + "_" + op, "7"};
+    for (const char* suffix : {"q", "w", "h", "g", "seq", "o", "ev"}) argv.push_back(qkey(name, suffix));
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  };
+  Client c(o);
+  FairLock holder(c, name);
+  holder.lock();  // (loads the library as app, if the server lost it)
+  std::unique_ptr<redisContext, decltype(&redisFree)> sub(redisConnect("127.0.0.1", s.port()), redisFree);
+  const std::string channel = "fairlock:{" + name + "}:wake:" + cid;
+  auto* r = static_cast<redisReply*>(redisCommand(sub.get(), "AUTH app secret"));
+  freeReplyObject(r);
+  r = static_cast<redisReply*>(redisCommand(sub.get(), "SSUBSCRIBE %s", channel.c_str()));
+  out.subscribed = r && r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "ok";
+  freeReplyObject(r);
+  Rec foreign(s.port());
+  foreign.cmd({"AUTH", "app", "secret"});
+  out.queued = foreign.cmd(call("acquire", {member, "1", "10000", "2000", "f"}));
+  out.released = holder.release();
+  if (out.subscribed == "ok") {
+    const timeval wait{5, 0};
+    redisSetTimeout(sub.get(), wait);
+    void* reply = nullptr;
+    if (redisGetReply(sub.get(), &reply) == REDIS_OK) {
+      const auto* m = static_cast<redisReply*>(reply);
+      if (m->type == REDIS_REPLY_ARRAY && m->elements == 3) {  // RESP2: "smessage", channel, message
+        out.message = std::string(m->element[0]->str) + " " + m->element[2]->str;
+      }
+      freeReplyObject(reply);
+    }
+  }
+  foreign.cmd(call("release", {member, "1", "h"}));
+  out.log = log.text();
+  return out;
+}
+
+// The rules as docs/OPERATIONS.md writes them (read from it), applied to
+// real servers, for every wake mode: publish and poll with the minimal rule,
+// keyspace with its addition, and a member of mode 's' on a standalone
+// server (a client of another language: docs/PROTOCOL.md §6) with that
+// addition, which the C++ client's own user needs too (its release is what
+// signals the grant), and without which that release fails. The README's
+// rule is the same rule. (On a cluster: TheClusterAclRuleIsEnough.)
+TEST(Security, TheDocumentedRulesWorkInEveryWakeMode) {
+  EXPECT_EQ(test::documented_acl_rule(test::source_file("README.md")), kMinimalRule)
+      << "the README's ACL rule is not docs/OPERATIONS.md's";
+  for (const Notify mode : {Notify::publish, Notify::poll}) {
+    test::RedisServer s;
+    set_user(s, "app", "secret", kMinimalRule);
+    Workload w = workload(s, "app", "secret", mode);
+    const char* what = mode == Notify::publish ? "publish" : "poll";
+    EXPECT_TRUE(w.errors.empty()) << what << " with the minimal rule:" << joined(w.errors);
+    if (mode == Notify::publish) {
+      EXPECT_TRUE(w.subscribed) << "the user could not subscribe to its wake channel";
+    }
+  }
   // Keyspace mode needs three more permissions.
   test::RedisServer ks({"--notify-keyspace-events", "K$"});
-  std::vector<std::string> rule = kMinimalRule;
-  rule.insert(rule.end(), kKeyspaceExtra.begin(), kKeyspaceExtra.end());
-  set_user(ks, "app", "secret", rule);
+  set_user(ks, "app", "secret", plus(kMinimalRule, kKeyspaceExtra));
   Workload k = workload(ks, "app", "secret", Notify::keyspace);
   EXPECT_TRUE(k.errors.empty()) << "keyspace mode with the minimal rule + extras:" << joined(k.errors);
   EXPECT_TRUE(k.subscribed) << "the user could not subscribe to the keyspace channel";
+  // Mode 's' on a standalone server, with the documented addition: queued,
+  // handed the permit by the C++ release, signalled on its shard channel.
+  {
+    test::RedisServer s;
+    set_user(s, "app", "secret", plus(kMinimalRule, kStandaloneShardedExtra));
+    const ShardedHandoff h = sharded_handoff_on_standalone(s);
+    EXPECT_EQ(h.subscribed, "ok");
+    EXPECT_EQ(h.queued.substr(0, 2), "0\n") << h.queued;
+    EXPECT_EQ(h.released, Released::released) << "the C++ client logged: " << h.log;
+    EXPECT_EQ(h.message.rfind("smessage s5eed00000000f00d:", 0), 0u) << "no signal: '" << h.message << "'";
+  }
+  // Without it, the C++ client's release, which signals the 's' member, is
+  // refused (after the grant was written): the addition is needed.
+  {
+    test::RedisServer s;
+    set_user(s, "app", "secret", kMinimalRule);
+    const ShardedHandoff h = sharded_handoff_on_standalone(s);
+    EXPECT_NE(h.subscribed, "ok") << "SSUBSCRIBE allowed without the addition";
+    EXPECT_EQ(h.released, Released::failed) << "the release signalled an 's' member without +spublish";
+    EXPECT_TRUE(is_permission_error(h.log)) << "the client logged: " << h.log;
+  }
   std::string rule_text;
   for (const auto& r : kMinimalRule) rule_text += " " + r;
-  std::cout << "[figures] minimal ACL rule:" << rule_text << std::endl;
+  std::cout << "[figures] minimal ACL rule (docs/OPERATIONS.md):" << rule_text << std::endl;
 }
 
 // The first 200 characters of a text, on one line.
@@ -534,17 +643,7 @@ TEST(Security, ARuleWithoutFunctionsRunsTheScriptsByEvalsha) {
 // The documented rule must follow the scripts: every command they call is
 // in it (a new redis.call in lua/ fails here until the rule is updated).
 TEST(Security, ScriptsUseOnlyCommandsOfTheDocumentedRule) {
-  using namespace fairlock::detail::lua;
-  std::set<std::string> used;
-  for (const auto& script : kScripts) {
-    std::string text(script.source);
-    for (size_t pos = text.find("call('"); pos != std::string::npos; pos = text.find("call('", pos + 1)) {
-      size_t start = pos + 6, end = text.find('\'', start);
-      std::string cmd = text.substr(start, end - start);
-      for (auto& ch : cmd) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      used.insert(cmd);
-    }
-  }
+  const std::set<std::string> used = test::commands_the_scripts_call();
   ASSERT_FALSE(used.empty());
   std::set<std::string> rule(kMinimalRule.begin(), kMinimalRule.end());
   rule.insert(kKeyspaceExtra.begin(), kKeyspaceExtra.end());
