@@ -2,7 +2,8 @@
 // (sentinel_set.h): FIFO across processes, a semaphore, the async API, TLS
 // to the sentinels and the data nodes, a sentinel that is down, a master
 // name no sentinel knows, and a holder and a waiter carried across a
-// failover (the new master's first grant measured).
+// failover (the new master's first grant measured), a release lost in a
+// failover sent again.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -346,6 +347,27 @@ TEST(Sentinel, AReleaseDuringAFailoverRunsOnTheNewMaster) {
   failover.get();
   ASSERT_TRUE(b_done.get()) << "the release was not asked again on the new master: the grant waits out its lease";
   EXPECT_TRUE(b.owns_lock());
+  b.unlock();
+}
+
+// A release that ran on the master but reached no replica (replication cut
+// before it) comes back with the failover: the new master has the grant,
+// acknowledged by both replicas before the cut, and would keep it for its
+// 60 s lease. The releasing client sends it again when it learns the master
+// changed, so a waiter is granted within the failover, not the lease.
+TEST(Sentinel, AReleaseLostInAFailoverIsSentAgainToTheNewMaster) {
+  SentinelSet set;
+  const std::string name = unique_name("sentinel-lost-release");
+  Client a_client(long_lived(through(set)));
+  FairLock a(a_client, name, long_lease());
+  a.lock();
+  EXPECT_EQ(master_of(set).cmd({"WAIT", "2", "5000"}), "2");  // the grant is on both replicas
+  set.cut_replication();
+  ASSERT_EQ(a.release(), Released::released);       // on the master alone
+  set.kill_master_and_wait_failover(60000ms, 1ms);  // resumes the replicas after the kill
+  Client b_client(through(set));
+  FairLock b(b_client, name);
+  ASSERT_TRUE(b.try_lock_for(30s)) << "the lost release was not sent again: the grant waits out its 60 s lease";
   b.unlock();
 }
 

@@ -105,6 +105,9 @@ void ClientImpl::start() {
   session_.set_owner([weak = weak_from_this()] { return std::shared_ptr<void>(weak.lock()); });
   mode_ = router_->start();
   session_.start(*router_);
+  router_->on_master_change([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->recent_releases_.send_again(self);
+  });
   log_->info("fairlock: client {} started ({} mode)", id_, mode_name(mode_));
 }
 

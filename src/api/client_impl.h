@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/async_driver.h"
+#include "api/recent_releases.h"
 #include "base/counters.h"
 #include "core/session.h"
 #include "fairlock/client.h"
@@ -42,6 +43,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   // async driver, which may outlive the client on its own thread).
   const std::shared_ptr<DeadlineKeeper>& keeper() { return keeper_; }
   Router& router() { return *router_; }
+  // Releases sent again when the master changes (api/recent_releases.h).
+  RecentReleases& recent_releases() { return recent_releases_; }
 
  private:
   const Options opts_;
@@ -50,6 +53,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Notify mode_;
   Counters counters_;
   std::shared_ptr<DeadlineKeeper> keeper_ = std::make_shared<DeadlineKeeper>();
+  RecentReleases recent_releases_;
   AsyncDriver async_;  // before session_: waits it drives are cancelled through the session
   Session session_;
   std::unique_ptr<Router> router_;

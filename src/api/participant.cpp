@@ -382,6 +382,7 @@ Released Participant::release_member(const ReleasePlan& plan) noexcept {
       return Released::failed;
     }
   }
+  if (released) note_released(plan.member, plan.queued_first);
   if (released && plan.lost_reason.empty()) return Released::released;
   if (!plan.lost_reason.empty()) {  // reported when it was learned
     client_->log().warn("fairlock: lock {} lost: {}", name_, plan.lost_reason);
@@ -394,9 +395,19 @@ Released Participant::release_member(const ReleasePlan& plan) noexcept {
 
 void Participant::release_quietly(const std::string& member, bool queued_first) noexcept {
   try {
-    detail::release(node().server, keys_, member, permits_, queued_first);
+    if (detail::release(node().server, keys_, member, permits_, queued_first)) note_released(member, queued_first);
   } catch (const std::exception& e) {
     release_later(member, queued_first, e);
+  }
+}
+
+// A release or a leave that ran: kept to be sent again if the master
+// changes before a replica has it (api/recent_releases.h).
+void Participant::note_released(const std::string& member, bool queued_first) noexcept {
+  try {
+    client_->recent_releases().note(ReleaseOf{name_, keys_, member, permits_, queued_first},
+                                    steady_clock::now() + opts_.lease);
+  } catch (const std::exception&) {  // no memory: a failover may then leave the grant to its lease
   }
 }
 

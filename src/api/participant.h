@@ -130,6 +130,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   WaitContext wait_context(NameWatch& watch) const;
   Released release_member(const ReleasePlan& plan) noexcept;
   void release_quietly(const std::string& member, bool queued_first) noexcept;
+  void note_released(const std::string& member, bool queued_first) noexcept;
   void release_later(const std::string& member, bool queued_first, const std::exception& error) noexcept;
   void apply(std::unique_lock<std::mutex>& lk, const Effects& fx);
 

@@ -67,7 +67,9 @@ void Participant::left_later(const std::string& member, const redisReply* reply,
                              const std::exception_ptr& error) noexcept {
   try {
     if (error) std::rethrow_exception(error);
-    if (parse_cancelled(*reply).status != CancelResult::Status::granted) return;
+    const CancelResult r = parse_cancelled(*reply);
+    note_released(member, true);
+    if (r.status != CancelResult::Status::granted) return;
     client_->async().post_call(node().server, release_call(keys_, member, permits_, true),
                                [self = shared_from_this()](const redisReply* r, const std::exception_ptr& e) {
                                  if (e || is_error(*r)) self->log_abandoned("the release of a grant it found failed");
@@ -95,7 +97,9 @@ void Participant::settle_leave(const std::string& member, const std::function<Ca
   try {
     // Granted while it was giving up: by a handoff, as a rule (a wrong hint
     // costs up to three commands, no other answer: lua/release.lua).
-    if (left().status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_, true);
+    const CancelResult r = left();
+    note_released(member, true);
+    if (r.status == CancelResult::Status::granted) detail::release(node().server, keys_, member, permits_, true);
   } catch (const std::exception& e) {
     if (on_failure) {
       client_->log().debug("fairlock: leaving the queue of {}: {}; settling it in the background", name_, e.what());

@@ -46,11 +46,18 @@ std::optional<SteadyTime> ReleaseRetry::advance(SteadyTime now, ScriptBatch& bat
 }
 
 // One attempt, bounded like a give-up (a stalled server holds the async
-// thread that long, not a whole command_timeout per attempt).
+// thread that long, not a whole command_timeout per attempt). It leaves the
+// queue first: on a new master the member may still wait there (its grant,
+// made on the old master, lost with it), kept live by its process's
+// heartbeat for the process's other waits on the name, and would be granted
+// at the head and hold the name for up to a liveness period. Only the release's reply counts: the cancel finds a
+// holder ({2}: released next) or nothing as often as a waiter.
 void ReleaseRetry::send(SteadyTime now, ScriptBatch& batch) {
   Server& server = client_->router().for_keys(release_.keys).server;
   bound_ = now + retry::kMaxBackoff;
   client_->async().track_deadline(*bound_);
+  batch.add(server, cancel_call(release_.keys, release_.member, release_.permits),
+            [](const redisReply*, const std::exception_ptr&) {});
   batch.add(server, release_call(release_.keys, release_.member, release_.permits, release_.queued_first),
             [self = shared_from_this()](const redisReply* reply, const std::exception_ptr& error) {
               self->on_reply(reply, error);
@@ -68,9 +75,7 @@ void ReleaseRetry::on_reply(const redisReply* reply, const std::exception_ptr& e
     if (error) std::rethrow_exception(error);
     const bool released = parse_released(*reply);
     over_ = true;
-    client_->log().info("fairlock: release of {} retried: {} after {} attempts", release_.name,
-                        released ? "released" : "nothing to release (an earlier attempt ran, or the lease ran out)",
-                        attempts_);
+    log_outcome(released);
     return;
   } catch (const std::exception& e) {
     if (is_final(failure_of(e))) {
@@ -93,6 +98,18 @@ void ReleaseRetry::on_reply(const redisReply* reply, const std::exception_ptr& e
   next_at_ = steady_clock::now() + backoff_;
   lk.unlock();
   client_->async().schedule(shared_from_this());
+}
+
+void ReleaseRetry::log_outcome(bool released) {
+  if (!release_.after_master_change) {
+    client_->log().info("fairlock: release of {} retried: {} after {} attempts", release_.name,
+                        released ? "released" : "nothing to release (an earlier attempt ran, or the lease ran out)",
+                        attempts_);
+  } else if (released) {
+    client_->log().warn(
+        "fairlock: release of {} was lost with the old master (not yet replicated): sent again, released",
+        release_.name);
+  }
 }
 
 }  // namespace fairlock::detail

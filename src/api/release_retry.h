@@ -6,6 +6,8 @@
 // next waiter waits out the lease; with it, the failover's time. The
 // caller has been told Released::failed already: what the retry finds is
 // only logged (a release that finds nothing may mean an earlier attempt ran).
+// Each attempt also takes the member out of the queue (a cancel before the
+// release), where a failover may have put it back.
 // Each attempt is bounded by kMaxBackoff; at shutdown the retry makes one
 // last attempt at once and ends: Client::shutdown never waits out a lease.
 #include <chrono>
@@ -27,6 +29,9 @@ struct ReleaseOf {
   std::string member;
   std::uint32_t permits = 1;
   bool queued_first = false;
+  // Sent again because the master changed after it ran (api/recent_releases.h):
+  // finding nothing then is the rule, not a doubt.
+  bool after_master_change = false;
 };
 
 class ReleaseRetry final : public AsyncWaiter, public std::enable_shared_from_this<ReleaseRetry> {
@@ -39,6 +44,7 @@ class ReleaseRetry final : public AsyncWaiter, public std::enable_shared_from_th
   ReleaseRetry(std::shared_ptr<ClientImpl> client, ReleaseOf release, SteadyTime give_up_at);
   void send(SteadyTime now, ScriptBatch& batch);
   void on_reply(const redisReply* reply, const std::exception_ptr& error) noexcept;
+  void log_outcome(bool released);
 
   const std::shared_ptr<ClientImpl> client_;
   const ReleaseOf release_;

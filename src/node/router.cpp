@@ -114,7 +114,7 @@ void Router::stop() noexcept {
 
 void Router::on_master_change(std::function<void()> f) {
   std::lock_guard<std::mutex> lk(mu_);
-  on_master_change_ = std::move(f);
+  on_master_change_.push_back(std::move(f));
 }
 
 void Router::master_changed(Node& node) {
@@ -123,12 +123,12 @@ void Router::master_changed(Node& node) {
 }
 
 void Router::topology_changed() {
-  std::function<void()> f;
+  std::vector<std::function<void()>> listeners;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    f = on_master_change_;
+    listeners = on_master_change_;
   }
-  if (f) f();
+  for (const auto& f : listeners) f();
 }
 
 std::unique_ptr<Router> make_router(const Options& o, const std::string& client_id, WakeSink& sink, Counters& counters,

@@ -47,9 +47,10 @@ class Router {
   // the subscribers then connect in the background.
   virtual Notify start();
   virtual void stop() noexcept;
-  // Called when a server's master changed (Sentinel), after its wake
-  // subscriber was told to subscribe again; on the thread that found the
-  // change (any call's): it must not block. Set before any call starts.
+  // Adds a listener called when a server's master changed (Sentinel; a
+  // cluster's slot map), after its wake subscriber was told to subscribe
+  // again; on the thread that found the change (any call's): it must not
+  // block. Added before any call starts.
   void on_master_change(std::function<void()> f);
 
  protected:
@@ -61,7 +62,7 @@ class Router {
 
  private:
   std::mutex mu_;
-  std::function<void()> on_master_change_;  // guarded by mu_
+  std::vector<std::function<void()>> on_master_change_;  // guarded by mu_
 };
 
 // The router for Options::url (redis://, rediss://, unix://,

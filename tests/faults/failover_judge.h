@@ -5,7 +5,9 @@
 // queue took to resume after each fault.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,32 @@ inline std::vector<long long> first_grant_after(const std::vector<Micros>& fault
       if (g.start > k && (first < 0 || g.start < first)) first = g.start;
     }
     if (first >= 0) out.push_back((first - k) / 1000);
+  }
+  return out;
+}
+
+// For each time in `faults`, the ms until every name of the history was
+// granted again (the slowest name's first grant after it): a name whose
+// release was lost with the master resumes later than the others, which
+// first_grant_after does not show. A fault after which some name was never
+// granted again gives none.
+inline std::vector<long long> every_name_granted_after(const std::vector<Micros>& faults, const History& h) {
+  std::map<std::string, std::vector<GrantRec>> by_name;
+  for (const GrantRec& g : h.grants) by_name[g.name].push_back(g);
+  std::vector<long long> out;
+  for (const Micros k : faults) {
+    long long slowest = 0;
+    for (const auto& [name, grants] : by_name) {
+      History one;
+      one.grants = grants;
+      const std::vector<long long> first = first_grant_after({k}, one);
+      if (first.empty()) {
+        slowest = -1;
+        break;
+      }
+      slowest = std::max(slowest, first[0]);
+    }
+    if (slowest >= 0) out.push_back(slowest);
   }
   return out;
 }
