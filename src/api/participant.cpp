@@ -404,6 +404,7 @@ void Participant::release_quietly(const std::string& member, bool queued_first) 
 // A release or a leave that ran: kept to be sent again if the master
 // changes before a replica has it (api/recent_releases.h).
 void Participant::note_released(const std::string& member, bool queued_first) noexcept {
+  if (!client_->router().changes_master()) return;  // a standalone server: never sent again
   try {
     client_->recent_releases().note(ReleaseOf{name_, keys_, member, permits_, queued_first},
                                     steady_clock::now() + opts_.lease);

@@ -55,14 +55,17 @@ class StandaloneRouter final : public Router {
  public:
   StandaloneRouter(const Target& target, const Options& o, const WakeConfig& wake_config, WakeSink& sink,
                    Counters& counters, spdlog::logger& log)
-      : node_(target, server_config(o, wake_config.client_id), wake_config, sink, counters, log) {
+      : node_(target, server_config(o, wake_config.client_id), wake_config, sink, counters, log),
+        changes_master_(target.locator != nullptr) {
     if (target.locator) target.locator->on_change([this] { master_changed(node_); });
   }
+  bool changes_master() const override { return changes_master_; }
   Node& for_key(std::string_view) override { return node_; }
   void for_each(const std::function<void(Node&)>& f) override { f(node_); }
 
  private:
   Node node_;
+  const bool changes_master_;  // through Sentinel
 };
 
 // A cluster's router.

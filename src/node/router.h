@@ -39,6 +39,9 @@ class Router {
   virtual void for_each(const std::function<void(Node&)>& f) = 0;
   // A PUBLISH enters the replication stream (not on a cluster: the bus).
   virtual bool publish_replicates() const { return true; }
+  // A name's server may change (Sentinel, a cluster): not a standalone
+  // server's, where nothing on_master_change() adds is ever called.
+  virtual bool changes_master() const { return true; }
 
   // Opens a connection to every node (which checks the server: throws
   // what Server::open throws), then starts every node's subscriber; returns
