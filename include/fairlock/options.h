@@ -86,7 +86,8 @@ struct Options {
   // call fails with NotReplicatedError (README "High availability").
   int sync_replicas = 0;
   // How long one WAIT may take; waiting for acknowledgement goes on, WAIT
-  // after WAIT, until the call's deadline.
+  // after WAIT, until the call's deadline (a WAIT is sent 100 ms shorter
+  // than what is left to it, for the server's tick: README "Deadlines").
   std::chrono::milliseconds sync_timeout{1000};
   // Prefix of every key and channel; no '{' or '}'.
   std::string key_prefix = "fairlock";
