@@ -6,11 +6,14 @@
 // cores): WAIT's timeout is honoured at the server's cron tick (100 ms).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "test_util.h"
 
@@ -200,6 +203,56 @@ TEST_F(SyncReplicas, ARenewalNotAcknowledgedDoesNotExtendWhatTheHolderBelieves) 
   ASSERT_EQ(st.holder_count, 1u);  // still renewed on the master
   EXPECT_GT(st.holders.at(0).lease_left.count(), 0);
   EXPECT_EQ(lock.release(), Released::lost);
+}
+
+// How far past its deadline `wait(d)` ends, `runs` times, the master
+// stalled (SIGSTOP) from before each call: the shortest of the runs (a
+// loaded machine makes some runs late, never one early).
+template <class Wait>
+std::vector<long long> overshoots(int runs, milliseconds d, Wait wait) {
+  std::vector<long long> out;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = steady_clock::now();
+    wait(d);
+    out.push_back((since(t0) - d).count());
+  }
+  return out;
+}
+
+// A stalled master is a stalled master, WAIT or not: with sync_replicas a
+// timed wait ends by its deadline and the grace (100 ms) plus scheduling,
+// as without it (its WAIT is timed to be answered by the deadline, and cut
+// there). Before: the calls that carried a WAIT got 250 ms more, so no run
+// ended before d + 350 ms (the cut at d + 250, then the give-up's 100 ms);
+// now about d + 100 to 135 ms. The shortest of 3 runs is judged, against
+// d + 300 ms: only a machine that held every run back 170 ms could fail it.
+// The same without sync_replicas, which never had the slack.
+TEST_F(SyncReplicas, ATimedWaitOnAStalledMasterEndsByItsDeadlineAndTheGrace) {
+  const int runs = static_cast<int>(env_or("FAIRLOCK_STALL_RUNS", 3));
+  // Room for a WAIT (kMinSyncWait) and the server's tick before it.
+  const milliseconds d(env_or("FAIRLOCK_STALL_DEADLINE_MS", 300));
+  for (const int sync : {1, 0}) {
+    Client c(opts(sync));
+    const std::string name = unique_name("sync-stalled-master");
+    FairLock lock(c, name);
+    lock.lock();  // loads the scripts, opens a connection
+    lock.unlock();
+    master_->pause();
+    const std::vector<long long> blocking = overshoots(runs, d, [&](milliseconds t) { (void)lock.try_lock_for(t); });
+    const std::vector<long long> async = overshoots(runs, d, [&](milliseconds t) {
+      std::promise<void> called;
+      lock.lock_async(t, [&](const AcquireResult&) { called.set_value(); });
+      called.get_future().wait();
+    });
+    master_->resume();
+    const long long first_blocking = *std::min_element(blocking.begin(), blocking.end());
+    const long long first_async = *std::min_element(async.begin(), async.end());
+    std::cout << "[figures] master stalled, sync_replicas " << sync << ", d = " << d.count()
+              << " ms: try_lock_for(d) ends at d + min " << first_blocking << " ms, " << p50_max(blocking)
+              << "; lock_async(d) calls back at d + min " << first_async << " ms, " << p50_max(async) << "\n";
+    EXPECT_LT(first_blocking, 300) << "try_lock_for(d) ended at d + " << first_blocking << " ms at the soonest";
+    EXPECT_LT(first_async, 300) << "lock_async(d) called back at d + " << first_async << " ms at the soonest";
+  }
 }
 
 TEST_F(SyncReplicas, OffItSendsNoWaitAndNoMoreScripts) {

@@ -24,8 +24,11 @@ inline constexpr std::chrono::milliseconds kMaxDuration{2147483647};
 inline constexpr std::chrono::milliseconds kMinLease{100};
 // With Options::sync_replicas: how much longer than its timeout a WAIT may
 // take (the server honours the timeout at its next cron tick, hz 10: up to
-// 100 ms late), so the call that carries one may take Options::sync_timeout
-// plus this; sync_timeout must be shorter than command_timeout by this much.
+// 100 ms late), so a call that carries one for no caller's deadline (a try,
+// a heartbeat round) may take Options::sync_timeout plus this; sync_timeout
+// must be shorter than command_timeout by this much. A timed wait's WAIT is
+// sent shorter instead, so that the wait still ends by its deadline plus
+// 100 ms (README, Deadlines).
 inline constexpr std::chrono::milliseconds kSyncSlack{250};
 }  // namespace limits
 
@@ -91,7 +94,8 @@ struct Options {
   // call fails with NotReplicatedError (README "High availability").
   int sync_replicas = 0;
   // How long one WAIT may take; waiting for acknowledgement goes on, WAIT
-  // after WAIT, until the call's deadline.
+  // after WAIT, until the call's deadline (a WAIT is sent 100 ms shorter
+  // than what is left to it, for the server's tick: README "Deadlines").
   std::chrono::milliseconds sync_timeout{1000};
   // Prefix of every key and channel; no '{' or '}'.
   std::string key_prefix = "fairlock";

@@ -155,21 +155,25 @@ bool Participant::drive(const std::string& member, NameWatch& watch,
         case Step::Kind::give_up: give_up(lk, member); break;
         case Step::Kind::confirm: confirm(lk, member, step); break;
         case Step::Kind::granted: return finish_granted(lk);
-        case Step::Kind::not_replicated:
+        case Step::Kind::not_replicated: {
+          const SteadyTime until = claim_.leave_by(steady_clock::now());
           claim_.finish_not_replicated();
           lk.unlock();
-          leave_within(member, retry::kGiveUpGrace);  // releases the grant it finds
+          leave_within(member, until);  // releases the grant it finds
           throw not_replicated();
+        }
         case Step::Kind::timed_out:
         case Step::Kind::busy:
           lk.unlock();
           client_->session().delist(member);
           return false;
-        case Step::Kind::cancelled:
+        case Step::Kind::cancelled: {
+          const SteadyTime until = claim_.leave_by(steady_clock::now());
           claim_.finish_cancelled();
           lk.unlock();
-          leave_within(member, retry::kGiveUpGrace);  // a stalled server must not hold the caller
+          leave_within(member, until);  // a stalled server must not hold the caller
           throw wait_cancelled();
+        }
         case Step::Kind::evicted:  // in no queue: nothing to leave
           lk.unlock();
           client_->session().delist(member);
@@ -195,7 +199,7 @@ void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string&
   lk.unlock();
   if (!still_waiting) return;
   if (call_server) {
-    leave_within(member, retry::kGiveUpGrace);  // an error: the server may be in trouble
+    leave_within(member, steady_clock::now() + retry::kGiveUpGrace);  // an error: the server may be in trouble
   } else {
     client_->session().delist(member);
   }
@@ -216,12 +220,12 @@ WaitContext Participant::wait_context(NameWatch& watch) const {
   return WaitContext{client_->stopped(), signals, client_->session().heartbeat_period()};
 }
 
-// Runs `call` unlocked, bounded by call_bound (a stalled server never
+// Runs `call` unlocked, bounded by Claim::call_by (a stalled server never
 // holds us past it, or past a cancel); returns how it failed, if it did.
 // Called locked, returns locked.
 template <class Call>
 std::exception_ptr Participant::call_unlocked(std::unique_lock<std::mutex>& lk, const Step& step, Call call) {
-  calls_->begin(call_bound(step, steady_clock::now()));
+  calls_->begin(claim_.call_by(step, steady_clock::now()));
   lk.unlock();
   std::exception_ptr error;
   {
@@ -234,14 +238,6 @@ std::exception_ptr Participant::call_unlocked(std::unique_lock<std::mutex>& lk, 
   }
   lk.lock();
   return error;
-}
-
-// The wait's deadline; a call that WAITs ends a little later (the WAIT's
-// own timeout ends by the deadline, or kMinSyncWait after it).
-std::optional<SteadyTime> Participant::call_bound(const Step& step, SteadyTime now) const {
-  const std::optional<SteadyTime> deadline = claim_.deadline();
-  if (!deadline || step.sync.count() == 0) return deadline;
-  return std::max(*deadline, now + step.sync) + retry::kSyncSlack;
 }
 
 void Participant::ask(std::unique_lock<std::mutex>& lk, const std::string& member, const Step& step) {

@@ -107,7 +107,6 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void settle_confirm(std::unique_lock<std::mutex>& lk, const BeatResult& result, int acks,
                       const std::exception_ptr& error, SteadyTime sent);
   NotReplicatedError not_replicated() const;
-  std::optional<SteadyTime> call_bound(const Step& step, SteadyTime now) const;
   template <class Call>
   std::exception_ptr call_unlocked(std::unique_lock<std::mutex>& lk, const Step& step, Call call);
   void notify_waiter();
@@ -125,7 +124,7 @@ class Participant final : public SessionMember, public AsyncWaiter, public std::
   void leave_later(const std::string& member) noexcept;
   void left_later(const std::string& member, const redisReply* reply, const std::exception_ptr& error) noexcept;
   void log_abandoned(const std::string& why) noexcept;
-  void leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept;
+  void leave_within(const std::string& member, SteadyTime until) noexcept;
   bool finish_granted(std::unique_lock<std::mutex>& lk);
   WaitContext wait_context(NameWatch& watch) const;
   Released release_member(const ReleasePlan& plan) noexcept;

@@ -29,14 +29,11 @@ AcquireHandle Participant::acquire_async(std::optional<SteadyTime> deadline, boo
   {
     std::lock_guard<std::mutex> lk(mu_);
     id = ++waits_;
-    // A round that carries a WAIT ends by the deadline and its slack (see
-    // Participant::call_bound): not cut while the server answers.
-    const bool sync = client_->options().sync_replicas > 0;
-    const std::optional<SteadyTime> tracked =
-        deadline && sync ? std::optional<SteadyTime>(*deadline + retry::kSyncSlack) : deadline;
-    async_ = AsyncWait{std::move(done), id, watch, tracked};
+    // Its rounds end by the deadline and the grace, WAIT or not: a WAIT is
+    // timed to be answered by the deadline (Claim::call_by).
+    async_ = AsyncWait{std::move(done), id, watch, deadline};
     // Under the lock: a cancel or an end now untracks what was tracked.
-    if (tracked) client_->async().track_deadline(*tracked);
+    if (deadline) client_->async().track_deadline(*deadline);
   }
   if (!client_->async().schedule(shared_from_this())) {  // the client shut down meanwhile
     std::unique_lock<std::mutex> lk(mu_);
@@ -119,8 +116,9 @@ std::optional<SteadyTime> Participant::advance(SteadyTime /*round_start*/, Scrip
 
 // The wait ends cancelled, or with a grant not acknowledged in time
 // (released by leaving): the callback runs once the queue is left, which
-// the grace from now bounds (a stalled server): tracked until then; at
-// shutdown, the shutdown's own bound (leaves_soon).
+// the grace from now, or from the deadline if that came first, bounds (a
+// stalled server; Claim::leave_by): tracked until then; at shutdown, the
+// shutdown's own bound (leaves_soon).
 void Participant::leave_async(std::unique_lock<std::mutex>& lk, ScriptBatch& batch, const std::string& member,
                               Step::Kind why, SteadyTime now) {
   const bool cancelled = why == Step::Kind::cancelled;
@@ -130,7 +128,7 @@ void Participant::leave_async(std::unique_lock<std::mutex>& lk, ScriptBatch& bat
     claim_.finish_not_replicated();
   }
   if (leaves_soon()) {
-    bound_async_rounds(now);
+    bound_async_rounds(claim_.leave_by(now) - retry::kGiveUpGrace);
   } else {
     unbound_async_rounds();
   }

@@ -20,14 +20,16 @@ using std::chrono::steady_clock;
 
 // The deadline passed: leave the queue, learning whether a grant came
 // meanwhile (kept, for as long as the server says). The call gets a short
-// grace, not the whole command_timeout: if the server does not answer in
-// time, the wait times out now and the leave is settled in the background.
+// grace from the deadline (Claim::leave_by), not the whole command_timeout:
+// if the server does not answer in time, the wait times out now and the
+// leave is settled in the background.
 void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& member) {
-  lk.unlock();
   const SteadyTime sent = steady_clock::now();
+  const SteadyTime until = claim_.leave_by(sent);
+  lk.unlock();
   CancelResult left;
   try {
-    const CallDeadline bound(sent + retry::kGiveUpGrace);
+    const CallDeadline bound(until);
     left = detail::cancel(node().server, keys_, member, permits_);
   } catch (const Error& e) {
     client_->log().debug("fairlock: leaving the queue of {} at the deadline: {}; settling it in the background", name_,
@@ -38,10 +40,10 @@ void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& m
   claim_.on_gave_up(left, sent);
 }
 
-// Leaves the queue, for `grace` at most: then it is settled in the background.
-void Participant::leave_within(const std::string& member, std::chrono::milliseconds grace) noexcept {
+// Leaves the queue, until `until` at most: then it is settled in the background.
+void Participant::leave_within(const std::string& member, SteadyTime until) noexcept {
   client_->session().delist(member);
-  const CallDeadline bound(steady_clock::now() + grace);  // the release of a grant it finds too
+  const CallDeadline bound(until);  // the release of a grant it finds too
   settle_leave(
       member, [&] { return detail::cancel(node().server, keys_, member, permits_); }, [&] { leave_later(member); });
 }

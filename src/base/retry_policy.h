@@ -50,8 +50,22 @@ inline constexpr milliseconds kPlainProbeAfter{200};
 // for ever): a grant handed over at a wait's deadline still gets one.
 inline constexpr milliseconds kMinSyncWait{10};
 // A WAIT's timeout is honoured at the server's next cron tick (hz 10: up
-// to 100 ms late): the call that carries it may take this much longer
-// before it is cut as stalled. Public (fairlock run's bounds count it).
+// to 100 ms late). A timed wait's WAIT is sent this much shorter than what
+// is left to its deadline (core/claim.cpp sync_for), so that its answer
+// comes by the deadline, and the wait's calls are cut there as any other's.
+inline constexpr milliseconds kSyncTick{100};
+// A call that WAITs for a timed wait ends by its deadline plus this, at the
+// latest (Claim::call_by): the WAIT a grant gets at the deadline (when
+// replicas acknowledge, WAIT answers at once; a WAIT cut here found none),
+// and an answer that came a little late. The rest of kGiveUpGrace is the
+// leave's that follows (the release of a grant not acknowledged), so that
+// the wait ends by its deadline plus kGiveUpGrace whatever the server does.
+inline constexpr milliseconds kSyncPastDeadline{kGiveUpGrace / 2};
+// Calls that WAIT for no caller's deadline (a heartbeat round that renews a
+// holder, and the check that sync_timeout fits in command_timeout): the
+// tick and a margin for the reply, before such a call is cut as stalled.
+// Nobody waits on a heartbeat round but the renewals it carries, which a
+// round cut too early would fail. Public (fairlock run's bounds count it).
 inline constexpr milliseconds kSyncSlack = limits::kSyncSlack;
 // (Not a constant: a release whose connection broke is tried once more on a
 // fresh one, api/participant.cpp release_member; more would not tell a lost

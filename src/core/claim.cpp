@@ -64,7 +64,9 @@ Step Claim::ask(bool queue, SteadyTime now) {
 // (try_lock) WAITs once.
 Step Claim::confirm_step(SteadyTime now, const WaitContext& ctx) {
   if (wait_.cancelled || ctx.stopped) return Step{Step::Kind::cancelled};
-  const bool over = !wait_.queue || (wait_.deadline && now >= *wait_.deadline);
+  // Once it had a WAIT, no other is sent that cannot be answered by the
+  // deadline (its tick included): a WAIT cut at the deadline tells nothing.
+  const bool over = !wait_.queue || (wait_.deadline && now + retry::kMinSyncWait + retry::kSyncTick > *wait_.deadline);
   if (over && wait_.confirms > 0) return Step{Step::Kind::not_replicated};
   if (now >= grant_.valid_until) {  // not renewed in time (a server down): nobody holds it
     lose_unconfirmed();
@@ -80,12 +82,23 @@ Step Claim::confirm_step(SteadyTime now, const WaitContext& ctx) {
   return step;
 }
 
-// One WAIT's timeout: sync_timeout, less if the wait's deadline is nearer,
+// One WAIT's timeout: sync_timeout, less if the wait's deadline is nearer
+// (answered by the deadline: the server's tick comes after the timeout),
 // never below kMinSyncWait (WAIT 0 blocks for ever).
 milliseconds Claim::sync_for(SteadyTime now) const {
   milliseconds t = cfg_.sync.timeout;
-  if (wait_.deadline) t = std::min(t, std::chrono::ceil<milliseconds>(*wait_.deadline - now));
+  if (wait_.deadline) t = std::min(t, std::chrono::floor<milliseconds>(*wait_.deadline - now) - retry::kSyncTick);
   return std::max(t, retry::kMinSyncWait);
+}
+
+std::optional<SteadyTime> Claim::call_by(const Step& step, SteadyTime now) const {
+  if (!wait_.deadline || step.sync.count() == 0) return wait_.deadline;
+  const SteadyTime answered = now + step.sync + retry::kSyncTick;
+  return std::min(std::max(*wait_.deadline, answered), *wait_.deadline + retry::kSyncPastDeadline);
+}
+
+SteadyTime Claim::leave_by(SteadyTime now) const {
+  return (wait_.deadline ? std::min(now, *wait_.deadline) : now) + retry::kGiveUpGrace;
 }
 
 // The grant went (it expired, or could not be renewed) before replicas

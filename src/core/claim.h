@@ -129,6 +129,17 @@ class Claim {
   // does not hold it, and leaving releases it.
   bool waiting() const { return state_ == State::waiting || state_ == State::confirming; }
   std::optional<SteadyTime> deadline() const { return wait_.deadline; }
+  // When the call of `step`, sent at `now`, must end (nullopt: Options'
+  // timeouts alone bound it): the wait's deadline; a call that WAITs, when
+  // its WAIT is answered (its timeout, then the server's tick), but never
+  // later than kSyncPastDeadline after the deadline.
+  std::optional<SteadyTime> call_by(const Step& step, SteadyTime now) const;
+  // When a leave of the queue begun at `now` (the cancel at the deadline, or
+  // leaving after a cancel or a grant not acknowledged) must end: after
+  // kGiveUpGrace, counted from the deadline at the latest. What is left
+  // then is settled in the background: a timed wait ends by its deadline
+  // and the grace whatever the server does.
+  SteadyTime leave_by(SteadyTime now) const;
   // The grant of `member` is this claim's (held, or held and found lost).
   bool holds(const std::string& member) const {
     return (state_ == State::held || state_ == State::lost) && wait_.member == member;

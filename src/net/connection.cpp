@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -167,14 +168,31 @@ ReplyPtr Connection::parsed() {
 // One read into the reader; false if nothing came without waiting.
 bool Connection::receive(bool dont_wait) {
   char buf[16 * 1024];
-  IoResult r = dont_wait ? stream_->read(buf, sizeof buf, true)
-                         : blocking([&] { return stream_->read(buf, sizeof buf, false); });
+  IoResult r =
+      dont_wait ? stream_->read(buf, sizeof buf, true) : blocking([&] { return read_when_ready(buf, sizeof buf); });
   if (r.io == Io::would_block && dont_wait) return false;
   if (r.io != Io::done) lost(r.io);
   if (redisReaderFeed(reader_.get(), buf, r.bytes) != REDIS_OK) {
     throw ConnectionError("redis: cannot buffer a reply from " + where_);
   }
   return true;
+}
+
+// A blocking read that first waits for the socket to be readable, with
+// poll(2) and the read's bound (set by bound_io): poll's timeout is an
+// hrtimer, while the socket's own (SO_RCVTIMEO) runs on the kernel's timer
+// wheel, which ends a wait of 256 ms to 2 s up to 32 ms late (HZ 250): a
+// call cut at its deadline was cut that much after it.
+IoResult Connection::read_when_ready(char* buf, std::size_t len) {
+  if (!stream_->buffered()) {
+    pollfd p{stream_->fd(), POLLIN, 0};
+    int n = 0;
+    do {
+      n = ::poll(&p, 1, static_cast<int>(io_timeout_.count()));
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) return {Io::would_block, 0};
+  }
+  return stream_->read(buf, len, false);
 }
 
 ReplyPtr Connection::next_reply() {

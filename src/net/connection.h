@@ -70,6 +70,7 @@ class Connection {
   ReplyPtr next_reply();
   ReplyPtr parsed();
   bool receive(bool dont_wait);
+  IoResult read_when_ready(char* buf, std::size_t len);
   [[noreturn]] void lost(Io io);
   void bound_io(const CallDeadline::Io& io);
   template <class F>

@@ -22,6 +22,9 @@ class Stream {
   virtual IoResult write(const char* buf, std::size_t len) = 0;
   virtual int fd() const = 0;
   virtual bool is_tls() const = 0;
+  // Bytes a read would return without the socket being readable (TLS
+  // records already taken in).
+  virtual bool buffered() const { return false; }
 };
 
 std::unique_ptr<Stream> plain_stream(Socket s);

@@ -120,6 +120,7 @@ class TlsStream final : public Stream {
 
   int fd() const override { return socket_.fd(); }
   bool is_tls() const override { return true; }
+  bool buffered() const override { return SSL_has_pending(ssl_) == 1; }
 
  private:
   IoResult failed(int ssl_error) {

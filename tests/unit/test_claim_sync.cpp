@@ -36,7 +36,7 @@ TEST_F(ClaimSyncTest, AnUnacknowledgedGrantIsConfirmedUntilTheDeadlineThenNotRep
   EXPECT_TRUE(claim.waiting());
   const Step confirm = claim.next(t0 + 1000ms, kSignals);
   ASSERT_EQ(confirm.kind, Step::Kind::confirm);
-  EXPECT_EQ(confirm.sync, 500ms);  // no WAIT past the deadline
+  EXPECT_EQ(confirm.sync, 400ms);  // answered by the deadline: the server's tick comes after it
   claim.on_confirmed(holding(7, 10000, 1), 1, t0 + 1000ms);
   EXPECT_EQ(claim.next(t0 + 1500ms, kSignals).kind, Step::Kind::not_replicated);
   claim.finish_not_replicated();
@@ -67,6 +67,42 @@ TEST_F(ClaimSyncTest, AGrantAtTheDeadlineGetsOneShortWait) {
   const Step confirm = claim.next(t0 + 200ms, kSignals);
   ASSERT_EQ(confirm.kind, Step::Kind::confirm);
   EXPECT_EQ(confirm.sync, detail::retry::kMinSyncWait);
+}
+
+// A timed wait ends by its deadline and kGiveUpGrace whatever the server
+// does: its calls that WAIT are timed to be answered by the deadline and cut
+// there, or soon after it for the WAIT a grant gets at the deadline, so
+// that the leave that follows still has time before the grace runs out.
+TEST_F(ClaimSyncTest, CallsThatWaitEndByTheDeadlineAndItsGrace) {
+  using detail::retry::kGiveUpGrace;
+  using detail::retry::kSyncPastDeadline;
+  const SteadyTime deadline = t0 + 500ms;
+  claim.begin("pm:1", true, deadline, "n");
+  const Step ask = claim.next(t0, kSignals);
+  ASSERT_EQ(ask.kind, Step::Kind::ask);
+  EXPECT_EQ(ask.sync, 400ms);  // its answer comes by the deadline, after the server's tick
+  EXPECT_EQ(claim.call_by(ask, t0), deadline);
+  // A grant found at the deadline (by the cancel of the give-up) gets one
+  // short WAIT, cut soon after the deadline; the leave gets the rest.
+  claim.on_ask_failed(t0, deadline, Claim::Failure::in_doubt);
+  ASSERT_EQ(claim.next(deadline, kSignals).kind, Step::Kind::give_up);
+  EXPECT_EQ(claim.leave_by(deadline + 5ms), deadline + kGiveUpGrace);
+  claim.on_gave_up(handed_off(7), deadline + 5ms);
+  const Step confirm = claim.next(deadline + 6ms, kSignals);
+  ASSERT_EQ(confirm.kind, Step::Kind::confirm);
+  EXPECT_EQ(confirm.sync, detail::retry::kMinSyncWait);
+  EXPECT_EQ(claim.call_by(confirm, deadline + 6ms), deadline + kSyncPastDeadline);
+  claim.on_confirm_failed(deadline + kSyncPastDeadline);  // cut there: nothing acknowledged
+  ASSERT_EQ(claim.next(deadline + kSyncPastDeadline, kSignals).kind, Step::Kind::not_replicated);
+  EXPECT_EQ(claim.leave_by(deadline + kSyncPastDeadline), deadline + kGiveUpGrace);
+}
+
+// A wait that had its WAIT sends no other that the deadline would cut.
+TEST_F(ClaimSyncTest, NoSecondWaitThatCannotBeAnsweredByTheDeadline) {
+  claim.begin("pm:1", true, t0 + 1000ms, "n");
+  ASSERT_EQ(claim.next(t0, kSignals).kind, Step::Kind::ask);
+  claim.on_acquired(granted(7, 10000ms), t0, 1);
+  EXPECT_EQ(claim.next(t0 + 895ms, kSignals).kind, Step::Kind::not_replicated);
 }
 
 TEST_F(ClaimSyncTest, OnlyAnAcknowledgedRenewalExtendsWhatTheHolderBelieves) {
