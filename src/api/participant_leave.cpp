@@ -79,8 +79,9 @@ void Participant::left_later(const std::string& member, const redisReply* reply,
 
 void Participant::log_abandoned(const std::string& why) noexcept {
   client_->log().warn(
-      "fairlock: could not leave the queue of {} ({}): the entry expires with this process's liveness, a grant "
-      "with its lease",
+      "fairlock: could not leave the queue of {} ({}): the entry lives while this process waits on the name (its "
+      "heartbeat removes it once a wait that queued after it is under way), at most a liveness_ttl after; a grant "
+      "it gets meanwhile lasts its lease, capped by that liveness",
       name_, why);
 }
 
@@ -88,8 +89,10 @@ void Participant::log_abandoned(const std::string& why) noexcept {
 // the call failed): a grant handed over meanwhile is released. Best effort:
 // if this fails the entry is abandoned. It lives while this process's
 // liveness on the name does (docs/PROTOCOL.md: one per process, renewed for
-// its other waiters there); then it is skipped at the head. If it reaches
-// the head first, its grant runs out by that liveness: nobody renews it.
+// its other waiters there), unless a waiter of this process that queued
+// after it is heartbeaten first: the heartbeat's floor removes it
+// (lua/heartbeat.lua). If it reaches the head first, its grant runs out by
+// its lease, capped by that liveness: nobody renews it.
 void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left,
                                const std::function<void()>& on_failure) noexcept {
   try {
