@@ -47,8 +47,8 @@ if not liveness then return err end
 local first = 3 + (#ARGV - 2) % 2
 local floor_ticket = nil
 if first == 4 then
-  floor_ticket, err = int_arg(3, 1, MAX_FENCE - 1, 'floor')
-  if not floor_ticket then return err end
+  floor_ticket = int_arg(3, 1, MAX_FENCE - 1, 'floor')
+  if not floor_ticket then return fail('BADARG', 'floor must be a ticket, an integer in [1, 2^53)') end
   if #ARGV < 5 then return fail('BADARG', 'member/lease pairs expected after the floor') end
 end
 -- Validate everything before changing anything.
@@ -106,7 +106,8 @@ prune(now, true)  -- deep: also entries with corrupt far deadlines
 local function drop_abandoned()
   local sent = {}
   for i = first, #ARGV, 2 do sent[ARGV[i]] = true end
-  local ahead = redis.call('ZRANGEBYSCORE', Q, '-inf', '(' .. floor_ticket, 'LIMIT', '0', SKIP_LIMIT)
+  -- (The floor as sent: a number of 16 digits would go out as 14 significant ones.)
+  local ahead = redis.call('ZRANGEBYSCORE', Q, '-inf', '(' .. ARGV[3], 'LIMIT', '0', SKIP_LIMIT)
   local gone = {}
   for _, m in ipairs(ahead) do
     if not sent[m] and proc_of(m) == proc then gone[#gone + 1] = m end
