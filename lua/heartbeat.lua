@@ -5,10 +5,11 @@
 -- ARGV: 1 permits       1 .. 1000000; caps the fill (see stored_permits in lib.lua)
 --       2 liveness_ms   1 .. 2^31-1; the process's new liveness deadline (w)
 --       3 floor         optional (an odd number of arguments from 3 on):
---                       a ticket (1 .. 2^53-1), the latest the process knows
---                       for one of the waiting members it sends; every
---                       member of the process queued ahead of it (ticket
---                       below) that the call does not send is one the
+--                       a ticket (1 .. 2^53-1), the latest one of the
+--                       process's claims on the name learned before the
+--                       process read the claims it sends; every member of
+--                       the process queued at or below it that the call
+--                       does not send is one the
 --                       process no longer has (a leave that failed, or one
 --                       a failover's lost writes undid) and is removed
 --                       (drop_abandoned)
@@ -95,8 +96,8 @@ if not has_queue(now) then
   return out
 end
 prune(now, true)  -- deep: also entries with corrupt far deadlines
--- The process's members queued ahead of the floor that it did not send: it
--- has no claim for them, yet its other waiters keep them live (w is per
+-- The process's members queued at or below the floor that it did not send:
+-- it has no claim for them, yet its other waiters keep them live (w is per
 -- process). Left there, one would be granted at the head and hold the
 -- permit, unused, until min(its lease, the liveness) ran out. A member
 -- queued after the process read its claims has a ticket above the floor
@@ -107,7 +108,7 @@ local function drop_abandoned()
   local sent = {}
   for i = first, #ARGV, 2 do sent[ARGV[i]] = true end
   -- (The floor as sent: a number of 16 digits would go out as 14 significant ones.)
-  local ahead = redis.call('ZRANGEBYSCORE', Q, '-inf', '(' .. ARGV[3], 'LIMIT', '0', SKIP_LIMIT)
+  local ahead = redis.call('ZRANGEBYSCORE', Q, '-inf', ARGV[3], 'LIMIT', '0', SKIP_LIMIT)
   local gone = {}
   for _, m in ipairs(ahead) do
     if not sent[m] and proc_of(m) == proc then gone[#gone + 1] = m end

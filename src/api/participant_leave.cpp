@@ -79,9 +79,9 @@ void Participant::left_later(const std::string& member, const redisReply* reply,
 
 void Participant::log_abandoned(const std::string& why) noexcept {
   client_->log().warn(
-      "fairlock: could not leave the queue of {} ({}): the entry lives while this process waits on the name (its "
-      "heartbeat removes it once a wait that queued after it is under way), at most a liveness_ttl after; a grant "
-      "it gets meanwhile lasts its lease, capped by that liveness",
+      "fairlock: could not leave the queue of {} ({}): the entry goes at this process's next heartbeat of the name "
+      "(if it queued), or a liveness_ttl after this process last waits there; a grant it gets first lasts its "
+      "lease, capped by that liveness",
       name_, why);
 }
 
@@ -89,9 +89,9 @@ void Participant::log_abandoned(const std::string& why) noexcept {
 // the call failed): a grant handed over meanwhile is released. Best effort:
 // if this fails the entry is abandoned. It lives while this process's
 // liveness on the name does (docs/PROTOCOL.md: one per process, renewed for
-// its other waiters there), unless a waiter of this process that queued
-// after it is heartbeaten first: the heartbeat's floor removes it
-// (lua/heartbeat.lua). If it reaches the head first, its grant runs out by
+// its other waiters there), unless this process's next heartbeat of the
+// name removes it first (its floor, the latest ticket learned, covers it:
+// lua/heartbeat.lua). If it reaches the head first, its grant runs out by
 // its lease, capped by that liveness: nobody renews it.
 void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left,
                                const std::function<void()>& on_failure) noexcept {

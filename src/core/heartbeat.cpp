@@ -117,22 +117,18 @@ void Heartbeat::beat() {
   keep_registered_elsewhere(by_server);
 }
 
-// Per name, the latest ticket a waiter of this process knows, read before
-// the claims of the round are: the heartbeat's floor (lua/heartbeat.lua),
-// below which a queued member of this process that the round does not send
-// is one it no longer has, and leaves the queue. A claim the round misses
-// because it enlisted after the read asked after the reply that taught the
-// floor's ticket, so its own ticket is above the floor (tickets grow on one
-// master; across a failover, unless the new master's clock runs behind the
-// old one's by more than the time between the two asks: then such a claim
-// is dropped, learns it is gone at its next heartbeat, and queues again).
-std::map<std::string, std::uint64_t> Heartbeat::floors() {
-  std::map<std::string, std::uint64_t> out;
-  for (auto& m : registry_.members()) {
-    if (auto ticket = m->waiting_ticket()) out[m->name()] = std::max(out[m->name()], *ticket);
-  }
-  return out;
-}
+// Per name, the latest ticket a claim of this process learned (queued or
+// granted, ended since or not), read before the claims of the round are:
+// the heartbeat's floor (lua/heartbeat.lua), at or below which a queued
+// member of this process that the round does not send is one it no longer
+// has (the claim that learned the floor, if it ended, among them), and
+// leaves the queue. A claim the round misses because it enlisted after the
+// read asked after the reply that taught the floor, so its own ticket is
+// above it (tickets grow on one master; across a failover, unless the new
+// master's clock runs behind the old one's by more than the time between the
+// two asks: then such a claim is dropped, learns it is gone at its next
+// heartbeat, and queues again).
+std::map<std::string, std::uint64_t> Heartbeat::floors() { return registry_.floors(); }
 
 // A client with claims stays registered: on a cluster its registration's
 // master may hold none of them (no call there refreshes it). Bounded by a

@@ -69,7 +69,7 @@ class Heartbeat {
  private:
   struct Group {  // the claims of one name on one server
     std::vector<std::pair<std::shared_ptr<SessionMember>, SessionMember::Beat>> items;
-    std::uint64_t floor = 0;  // the latest ticket its waiters knew before they were read (0: none)
+    std::uint64_t floor = 0;  // the latest ticket its claims learned before they were read (0: none)
   };
   void loop(const std::shared_ptr<std::atomic<bool>>& stopped);
   std::shared_ptr<void> wait_for_round(SteadyTime& next);

@@ -68,7 +68,7 @@ struct BeatName {
   std::uint32_t permits;
   std::vector<BeatEntry> entries;
   // The heartbeat's floor (lua/heartbeat.lua): with `entries` every claim the
-  // process has on the name, the latest ticket one of them knew; 0: none.
+  // process has on the name, the latest ticket its claims learned; 0: none.
   std::uint64_t floor = 0;
 };
 struct BeatResult {
