@@ -523,6 +523,38 @@ TEST_F(Scripts, AProcessKeepsOneLivenessEntryForAllItsWaiters) {
             "FLBADARG members of one process expected");
 }
 
+// A heartbeat's floor: the process's members queued at or below it that the
+// call does not send are ones the process no longer has (a leave that
+// failed, a failover's lost writes), which its other waiters would keep live
+// (one w entry per process): they leave. Another process's entries, and the
+// process's own queued after the floor (a claim it read after the floor),
+// stay.
+TEST_F(Scripts, AHeartbeatsFloorRemovesTheProcessesEntriesItNoLongerHas) {
+  const std::string cid = "00000000000000bb";
+  acquire(member(1));
+  acquire(member(2, 'n', cid));  // abandoned
+  acquire(member(3));            // another process's
+  const long long floor = acquire(member(4, 'n', cid))[1];
+  const long long later = acquire(member(5, 'n', cid))[1];  // queued after the floor
+  auto r = ints(*call(Script::heartbeat, {"1", "10000", std::to_string(floor), member(4, 'n', cid), "10000"}));
+  EXPECT_EQ(without_ms(r), (std::vector<long long>{1, 1}));
+  EXPECT_EQ(redis({"ZSCORE", keys.q, member(2, 'n', cid)}), "(nil)");
+  EXPECT_NE(redis({"ZSCORE", keys.q, member(3)}), "(nil)");
+  EXPECT_NE(redis({"ZSCORE", keys.q, member(5, 'n', cid)}), "(nil)");
+  // The floor's own member, not sent (its claim ended): it leaves too.
+  r = ints(*call(Script::heartbeat, {"1", "10000", std::to_string(later), member(4, 'n', cid), "10000"}));
+  EXPECT_EQ(without_ms(r), (std::vector<long long>{1, 1}));
+  EXPECT_EQ(redis({"ZSCORE", keys.q, member(5, 'n', cid)}), "(nil)");
+  acquire(member(5, 'n', cid));
+  // A floor that is no ticket, or without a pair after it: refused, nothing changes.
+  const std::string bad = "FLBADARG floor must be a ticket, an integer in [1, 2^53)";
+  EXPECT_EQ(error_of(call(Script::heartbeat, {"1", "10000", "0", member(5, 'n', cid), "10000"})), bad);
+  EXPECT_EQ(error_of(call(Script::heartbeat, {"1", "10000", "9007199254740992", member(5, 'n', cid), "10000"})), bad);
+  EXPECT_EQ(error_of(call(Script::heartbeat, {"1", "10000", std::to_string(floor + 1)})),
+            "FLBADARG member/lease pairs expected after the floor");
+  EXPECT_NE(redis({"ZSCORE", keys.q, member(5, 'n', cid)}), "(nil)");
+}
+
 // Scores go to ZADD as text. A fraction (only a tampered key has one) is
 // kept, not cut to an integer (which could move a deadline into the past).
 TEST_F(Scripts, AHandoffKeepsAFractionalDeadlineAsItIs) {

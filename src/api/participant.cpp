@@ -305,6 +305,8 @@ AcquireArgs Participant::acquire_args(const std::string& member, const Step& ste
 void Participant::settle_ask(std::unique_lock<std::mutex>& lk, const Acquired& reply, const std::exception_ptr& error,
                              SteadyTime sent, int acks) {
   if (!error) {
+    const std::uint64_t ticket = reply.status == Acquired::Status::queued ? reply.ticket : reply.fence;
+    if (ticket > 0) client_->session().learned(name_, ticket);  // the heartbeat's floor
     apply(lk, claim_.on_acquired(reply, sent, acks));
     return;
   }

@@ -83,8 +83,9 @@ void Participant::left_later(const std::string& member, const redisReply* reply,
 
 void Participant::log_abandoned(const std::string& why) noexcept {
   client_->log().warn(
-      "fairlock: could not leave the queue of {} ({}): the entry expires with this process's liveness, a grant "
-      "with its lease",
+      "fairlock: could not leave the queue of {} ({}): the entry goes at this process's next heartbeat of the name "
+      "(if it queued), or a liveness_ttl after this process last waits there; a grant it gets first lasts its "
+      "lease, capped by that liveness",
       name_, why);
 }
 
@@ -92,8 +93,10 @@ void Participant::log_abandoned(const std::string& why) noexcept {
 // the call failed): a grant handed over meanwhile is released. Best effort:
 // if this fails the entry is abandoned. It lives while this process's
 // liveness on the name does (docs/PROTOCOL.md: one per process, renewed for
-// its other waiters there); then it is skipped at the head. If it reaches
-// the head first, its grant runs out by that liveness: nobody renews it.
+// its other waiters there), unless this process's next heartbeat of the
+// name removes it first (its floor, the latest ticket learned, covers it:
+// lua/heartbeat.lua). If it reaches the head first, its grant runs out by
+// its lease, capped by that liveness: nobody renews it.
 void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left,
                                const std::function<void()>& on_failure) noexcept {
   try {

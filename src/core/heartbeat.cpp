@@ -101,18 +101,34 @@ steady_clock::time_point next_heartbeat_round(steady_clock::time_point started, 
 }
 
 void Heartbeat::beat() {
+  std::map<std::string, std::uint64_t> floor = floors();  // before the claims are read: see floors()
   std::map<Server*, std::map<std::string, Group>> by_server;
   const auto now = steady_clock::now();
   for (auto& m : registry_.members()) {
     auto item = m->beat_item(now);
     if (!item) continue;
     Server& server = router_->for_keys(m->keys()).server;
-    by_server[&server][m->name()].items.emplace_back(m, std::move(*item));
+    Group& group = by_server[&server][m->name()];
+    group.items.emplace_back(m, std::move(*item));
+    group.floor = floor[m->name()];
   }
   if (by_server.empty()) return;  // an idle client's registration may expire (node/registration.h)
   beat_servers(by_server);
   keep_registered_elsewhere(by_server);
 }
+
+// Per name, the latest ticket a claim of this process learned (queued or
+// granted, ended since or not), read before the claims of the round are:
+// the heartbeat's floor (lua/heartbeat.lua), at or below which a queued
+// member of this process that the round does not send is one it no longer
+// has (the claim that learned the floor, if it ended, among them), and
+// leaves the queue. A claim the round misses because it enlisted after the
+// read asked after the reply that taught the floor, so its own ticket is
+// above it (tickets grow on one master; across a failover, unless the new
+// master's clock runs behind the old one's by more than the time between the
+// two asks: then such a claim is dropped, learns it is gone at its next
+// heartbeat, and queues again).
+std::map<std::string, std::uint64_t> Heartbeat::floors() { return registry_.floors(); }
 
 // A client with claims stays registered: on a cluster its registration's
 // master may hold none of them (no call there refreshes it). Bounded by a
@@ -156,7 +172,9 @@ bool Heartbeat::beat_server(Server& server, std::map<std::string, Group>& groups
     const SessionMember& first = *group.items.front().first;
     for (std::size_t begin = 0; begin < group.items.size(); begin += kBeatCallSize) {
       const std::size_t end = std::min(group.items.size(), begin + kBeatCallSize);
-      BeatName call{&first.keys(), first.permits(), {}};
+      // The floor only with every claim of the name in the call: the others' would be dropped.
+      const std::uint64_t floor = group.items.size() <= kBeatCallSize ? group.floor : 0;
+      BeatName call{&first.keys(), first.permits(), {}, floor};
       for (std::size_t j = begin; j < end; ++j) {
         const SessionMember::Beat& item = group.items[j].second;
         call.entries.push_back(BeatEntry{item.member, item.lease});

@@ -69,11 +69,13 @@ class Heartbeat {
  private:
   struct Group {  // the claims of one name on one server
     std::vector<std::pair<std::shared_ptr<SessionMember>, SessionMember::Beat>> items;
+    std::uint64_t floor = 0;  // the latest ticket its claims learned before they were read (0: none)
   };
   void loop(const std::shared_ptr<std::atomic<bool>>& stopped);
   std::shared_ptr<void> wait_for_round(SteadyTime& next);
   SteadyTime next_round(SteadyTime started, SteadyTime ended);  // logs an overrun
   void beat();
+  std::map<std::string, std::uint64_t> floors();
   void beat_servers(std::map<Server*, std::map<std::string, Group>>& by_server);
   // False if the round trip failed; `bounded`: within a period (and a WAIT).
   bool beat_server(Server& server, std::map<std::string, Group>& groups, bool bounded);

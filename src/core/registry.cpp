@@ -53,6 +53,31 @@ std::vector<std::shared_ptr<SessionMember>> Registry::members() {
   return out;
 }
 
+void Registry::learned(const std::string& name, std::uint64_t ticket) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lk(mu_);
+  auto [it, fresh] = learned_.try_emplace(name, Learned{ticket, now});
+  if (!fresh) it->second = Learned{std::max(it->second.ticket, ticket), now};
+}
+
+std::map<std::string, std::uint64_t> Registry::floors() {
+  const auto now = std::chrono::steady_clock::now();
+  std::set<std::string> busy;  // names with claims
+  for (const auto& m : members()) busy.insert(m->name());
+  std::map<std::string, std::uint64_t> out;
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto it = learned_.begin(); it != learned_.end();) {
+    if (busy.count(it->first) > 0) it->second.seen = now;
+    if (now - it->second.seen > liveness_) {
+      it = learned_.erase(it);
+    } else {
+      out.emplace(it->first, it->second.ticket);
+      ++it;
+    }
+  }
+  return out;
+}
+
 std::shared_ptr<SessionMember> Registry::find(const std::string& member) const {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = entries_.find(member);

@@ -42,6 +42,7 @@ class Session {
 
   void enlist(const std::string& member, const std::shared_ptr<SessionMember>& m, std::chrono::milliseconds lease);
   void delist(const std::string& member) { registry_.delist(member); }
+  void learned(const std::string& name, std::uint64_t ticket) { registry_.learned(name, ticket); }
   // A third of the shortest lease (or liveness) in use now, at least 10 ms.
   std::chrono::milliseconds heartbeat_period() const { return registry_.heartbeat_period(); }
 

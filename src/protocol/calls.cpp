@@ -128,6 +128,7 @@ BeatResult parse_beat(const redisReply& r, std::size_t j) {
 
 ScriptCall heartbeat_call(const BeatName& name, milliseconds liveness) {
   ScriptCall call{Script::heartbeat, name.keys, {str(name.permits), str(liveness.count())}};
+  if (name.floor > 0) call.args.push_back(std::to_string(name.floor));
   for (const auto& e : name.entries) {
     call.args.push_back(e.member);
     call.args.push_back(str(e.lease.count()));

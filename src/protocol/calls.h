@@ -67,6 +67,9 @@ struct BeatName {
   const Keys* keys;
   std::uint32_t permits;
   std::vector<BeatEntry> entries;
+  // The heartbeat's floor (lua/heartbeat.lua): with `entries` every claim the
+  // process has on the name, the latest ticket its claims learned; 0: none.
+  std::uint64_t floor = 0;
 };
 struct BeatResult {
   // gone: neither waiting nor holding (expired); evicted: the same, because

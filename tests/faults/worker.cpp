@@ -21,6 +21,7 @@
 //                        at random), asyncfor (lock_async with a deadline) and
 //                        future (lock_future with a deadline)
 //     sync=N             Options::sync_replicas (N replicas acknowledge each grant)
+//     log=FILE           the client's log, debug level and up, to FILE
 //     shared=PCT         a PCT% chance that an operation uses the process's one
 //                        object for the name, shared by all its threads (a wait
 //                        refused there with std::logic_error is outcome "inuse")
@@ -46,6 +47,8 @@
 // in the async callback) and before the owns_lock() that confirms it
 // (m_owned), m_end before the owns_lock() at the end of the hold.
 #include <fairlock/fairlock.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -91,6 +94,7 @@ struct Config {
   bool functions = true;
   long shared_pct = 0;
   int sync_replicas = 0;
+  std::string log;  // a file for the client's debug log (none: no log)
   unsigned long long seed = 1;
   std::vector<std::pair<std::string, int>> ops{{"lock", 4}, {"for", 3}, {"try", 1}, {"cancel", 1}};
 };
@@ -122,6 +126,7 @@ Config parse(int argc, char** argv) {
     else if (k == "iters") c.iters = std::atol(v.c_str());
     else if (k == "lease") c.lease = std::atol(v.c_str());
     else if (k == "liveness") c.liveness = std::atol(v.c_str());
+    else if (k == "log") c.log = v;
     else if (k == "cmd_timeout") c.cmd_timeout = std::atol(v.c_str());
     else if (k == "connect_timeout") c.connect_timeout = std::atol(v.c_str());
     else if (k == "hold") c.hold = parse_range(v);
@@ -275,6 +280,14 @@ std::string failed_kind(const Participant& p, const std::exception_ptr& e, std::
   return kind == "LOGIC" && p.shared ? "inuse" : kind;
 }
 
+// A debug-level logger writing to `path` (not registered: Options::logger).
+std::shared_ptr<spdlog::logger> file_logger(const std::string& path) {
+  auto log = std::make_shared<spdlog::logger>("fairlock", std::make_shared<spdlog::sinks::basic_file_sink_mt>(path));
+  log->set_level(spdlog::level::debug);
+  log->flush_on(spdlog::level::debug);
+  return log;
+}
+
 class Worker {
  public:
   explicit Worker(const Config& cfg) : cfg_(cfg), shared_(cfg.rec) {
@@ -288,6 +301,7 @@ class Worker {
     o.configure_keyspace_events = true;
     o.use_functions = cfg.functions;
     o.sync_replicas = cfg.sync_replicas;
+    if (!cfg.log.empty()) o.logger = file_logger(cfg.log);
     client_ = std::make_unique<Client>(o);
     shared_.rpush(cfg.ev, "S " + cfg.wid + " " + std::to_string(::getpid()) + " " + client_->id() + " " +
                               std::to_string(shared_.time_us()));
