@@ -32,6 +32,9 @@ constexpr const char* kName = "storm";
 // A fresh process every kEvery: a failover (about 3 s) starts about 20 of them.
 constexpr std::chrono::milliseconds kEvery{150};
 
+// How many kills the cluster kill test runs: FAIRLOCK_COLD_START_KILLS (2).
+int kills() { return static_cast<int>(test::env_or("FAIRLOCK_COLD_START_KILLS", 2)); }
+
 // The slot of kName's keys, whose master the cluster tests fail over.
 int storm_slot() { return detail::key_slot(qkey(kName, "q")); }
 
@@ -121,7 +124,9 @@ TEST(ColdStart, ProcessesStartedDuringClusterMasterKillsGetTheirTurn) {
   test::RedisCluster cluster;
   Scenario sc(cluster.url(), "cold-cluster-kill");
   Storm storm(sc, cluster.url(), 0);
-  for (int k = 0; k < 2; ++k) storm.during([&] { return cluster.kill_master_of_slot_and_wait_failover(storm_slot()); });
+  for (int k = 0; k < kills(); ++k) {
+    storm.during([&] { return cluster.kill_master_of_slot_and_wait_failover(storm_slot()); });
+  }
   judge_storm(sc, storm, "cold-cluster-kill");
 }
 
