@@ -250,7 +250,7 @@ TEST(CliRun, WaitCountsTheConnectionAsTheWatchdogDoes) {
   holder.lock();
   own.pause();
   Child f(FAIRLOCK_CLI_PATH, cli({"run", "-w", "1", name, "true"}, own.url()), true);
-  std::this_thread::sleep_for(300ms);  // longer than the watchdog's margin (100 ms)
+  std::this_thread::sleep_for(300ms);  // longer than the watchdog's margin (150 ms)
   own.resume();
   const std::string out = f.rest();
   EXPECT_EQ(f.wait(), 75) << out;

@@ -195,11 +195,12 @@ void Participant::fail_wait(std::unique_lock<std::mutex>& lk, const std::string&
   // Only this wait's own: once it has ended, another thread may have begun
   // the object's next wait, which this one must never touch.
   const bool still_waiting = claim_.waiting() && claim_.member() == member;
+  const SteadyTime until = claim_.leave_by(steady_clock::now());  // by the deadline's grace at the latest
   if (still_waiting) claim_.abort();
   lk.unlock();
   if (!still_waiting) return;
   if (call_server) {
-    leave_within(member, steady_clock::now() + retry::kGiveUpGrace);  // an error: the server may be in trouble
+    leave_within(member, until);  // an error: the server may be in trouble
   } else {
     client_->session().delist(member);
   }

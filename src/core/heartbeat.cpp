@@ -103,12 +103,17 @@ steady_clock::time_point next_heartbeat_round(steady_clock::time_point started, 
 void Heartbeat::beat() {
   std::map<std::string, std::uint64_t> floor = floors();  // before the claims are read: see floors()
   std::map<Server*, std::map<std::string, Group>> by_server;
+  // A name's server, asked once per round: a slot map that changes during
+  // the loop must not split a name's claims over two calls, each with the
+  // floor, which would drop the other call's members as no longer had.
+  std::map<std::string, Server*> server_of;
   const auto now = steady_clock::now();
   for (auto& m : registry_.members()) {
     auto item = m->beat_item(now);
     if (!item) continue;
-    Server& server = router_->for_keys(m->keys()).server;
-    Group& group = by_server[&server][m->name()];
+    Server*& server = server_of[m->name()];
+    if (server == nullptr) server = &router_->for_keys(m->keys()).server;
+    Group& group = by_server[server][m->name()];
     group.items.emplace_back(m, std::move(*item));
     group.floor = floor[m->name()];
   }

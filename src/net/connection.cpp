@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -178,17 +179,21 @@ bool Connection::receive(bool dont_wait) {
   return true;
 }
 
-// A blocking read that first waits for the socket to be readable, with
-// poll(2) and the read's bound (set by bound_io): poll's timeout is an
-// hrtimer, while the socket's own (SO_RCVTIMEO) runs on the kernel's timer
-// wheel, which ends a wait of 256 ms to 2 s up to 32 ms late (HZ 250): a
-// call cut at its deadline was cut that much after it.
+// A blocking read bounded by a call's deadline (bound_io set a bound below
+// command_timeout) first waits for the socket to be readable with poll(2):
+// poll's timeout is an hrtimer, while the socket's own (SO_RCVTIMEO) runs on
+// the kernel's timer wheel, which ends a wait of 256 ms to 2 s up to 32 ms
+// late (HZ 250): a call cut at its deadline was cut that much after it. A
+// read bounded by command_timeout alone (an untimed call) needs no such
+// precision and costs no extra syscall.
 IoResult Connection::read_when_ready(char* buf, std::size_t len) {
-  if (!stream_->buffered()) {
+  if (io_timeout_ < command_timeout_ && !stream_->buffered()) {
+    const auto end = std::chrono::steady_clock::now() + io_timeout_;
     pollfd p{stream_->fd(), POLLIN, 0};
     int n = 0;
-    do {
-      n = ::poll(&p, 1, static_cast<int>(io_timeout_.count()));
+    do {  // a signal does not restart the whole bound
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      n = ::poll(&p, 1, static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0)));
     } while (n < 0 && errno == EINTR);
     if (n == 0) return {Io::would_block, 0};
   }

@@ -284,7 +284,9 @@ TEST(ClusterFaults, AnEntryItsLiveProcessNoLongerHasLeavesTheQueue) {
   const std::string foreign = "s00000000000000b2:" + std::string(24, '3') + ":60000";
   using detail::Script;
   ASSERT_EQ(script(master, Script::acquire, name, {holder, "1", "60000", "60000", "f"}).rfind("1\n", 0), 0u);
-  ASSERT_EQ(script(master, Script::acquire, name, {ghost, "1", "8000", "3000", "f"}).rfind("0\n", 0), 0u);
+  // A liveness of a minute: a slow start of the lock's wait cannot let the
+  // ghost expire by itself, which would pass without the floor.
+  ASSERT_EQ(script(master, Script::acquire, name, {ghost, "1", "8000", "60000", "f"}).rfind("0\n", 0), 0u);
   ASSERT_EQ(script(master, Script::acquire, name, {foreign, "1", "60000", "60000", "f"}).rfind("0\n", 0), 0u);
   FairLock lock(client, name);
   auto got = std::async(std::launch::async, [&] { return lock.try_lock_for(60s); });
@@ -294,7 +296,7 @@ TEST(ClusterFaults, AnEntryItsLiveProcessNoLongerHasLeavesTheQueue) {
   // An entry of the process queued after its claim, which the process does
   // not send either: as a claim that queued after the heartbeat read them.
   const std::string late = "s" + client.id() + ":" + std::string(24, '4') + ":8000";
-  ASSERT_EQ(script(master, Script::acquire, name, {late, "1", "8000", "3000", "f"}).rfind("0\n", 0), 0u);
+  ASSERT_EQ(script(master, Script::acquire, name, {late, "1", "8000", "60000", "f"}).rfind("0\n", 0), 0u);
   // Its heartbeat renews the process's liveness, which the ghost shares:
   // only the floor removes it.
   while (Clock::now() < end && queued(master, name, ghost)) std::this_thread::sleep_for(50ms);

@@ -82,13 +82,13 @@ class Storm {
   int started() const { return n_; }
 
  private:
-  // A worker's liveness (8 s) outlasts a failover (kill to promotion about
-  // 3 s, then the map read again within 1 s): an untimed wait rides out
-  // refused connections for that long.
+  // A worker's liveness (15 s) outlasts a failover (kill to promotion about
+  // 3 s, then the map read again within 1 s) several times over, on a loaded
+  // machine too: an untimed wait rides out refused connections for that long.
   void start_one() {
     const std::string n = std::to_string(n_++);
     sc_.spawn("s" + n, {"locks=" + std::string(kName), "threads=1", "iters=1", "ops=for:1,lock:1,future:1",
-                        "for=60000-60000", "hold=0-20", "lease=8000", "liveness=8000", "cmd_timeout=3000",
+                        "for=60000-60000", "hold=0-20", "lease=15000", "liveness=15000", "cmd_timeout=3000",
                         "connect_timeout=1000", "sync=" + std::to_string(sync_), "seed=" + n});
     std::vector<std::string> args = {"run", "--url", url_, "--wait", "60s", "--lease", "8s"};
     if (sync_ > 0) args.insert(args.end(), {"--sync-replicas", std::to_string(sync_)});

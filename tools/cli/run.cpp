@@ -31,11 +31,12 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 // How long after --wait's deadline the command gives up on a library call
-// that has not returned (a server that stopped answering: the library's
-// leave at the deadline, or its release of a grant the replicas did not
-// acknowledge, gets as long), and how long it gives the Client's shutdown
-// once it has decided to exit.
-constexpr milliseconds kWatchdogMargin{100};
+// that has not returned (a server that stopped answering, or a connection
+// that never completed): the library's own leave at the deadline, or its
+// release of a grant the replicas did not acknowledge, ends by the deadline
+// plus 100 ms (its grace), WAIT or not; 50 ms more let it answer first. And
+// how long it gives the Client's shutdown once it has decided to exit.
+constexpr milliseconds kWatchdogMargin{150};
 constexpr milliseconds kShutdownMargin{50};
 // -n's one round trip: a slow machine must not turn a free lock into "busy".
 constexpr milliseconds kTryMargin{1000};
@@ -74,15 +75,14 @@ RunSettings settings(const Args& a) {
 
 // How long from the start the command waits for the library's answer before
 // it gives up (the server stopped answering): --wait and kWatchdogMargin, or
-// -n's kTryMargin. With --sync-replicas a call carries a WAIT, which may end
-// limits::kSyncSlack after its timeout: the deadline under --wait, or a whole
-// sync_timeout under -n (which has none), whose grant, not acknowledged, is
-// then released (kWatchdogMargin, as --wait's leave).
+// -n's kTryMargin. Under --wait a WAIT (--sync-replicas) is timed to be
+// answered by the deadline, so the margin is the same. -n has no deadline:
+// its WAIT takes up to sync_timeout and limits::kSyncSlack, and its grant,
+// not acknowledged, is then released (kWatchdogMargin, as --wait's leave).
 milliseconds give_up_after(milliseconds wait, const fairlock::Options& o) {
-  const bool once = wait.count() == 0;
-  milliseconds after = wait + (once ? kTryMargin : kWatchdogMargin);
-  if (o.sync_replicas > 0)
-    after += fairlock::limits::kSyncSlack + (once ? o.sync_timeout + kWatchdogMargin : milliseconds(0));
+  if (wait.count() > 0) return wait + kWatchdogMargin;
+  milliseconds after = kTryMargin;
+  if (o.sync_replicas > 0) after += o.sync_timeout + fairlock::limits::kSyncSlack + kWatchdogMargin;
   return after;
 }
 
