@@ -434,6 +434,25 @@ void ServerLog::handle_line(const std::string& line) {
   client_cmd(ts, argv);
 }
 
+// A heartbeat's arguments after permits and liveness_ms, from `from`: an
+// optional floor (an odd count), then member, lease pairs (docs/PROTOCOL.md).
+void ServerLog::heartbeat_args(const std::vector<std::string>& argv, std::size_t from) {
+  if (from >= argv.size()) return;
+  if ((argv.size() - from) % 2 == 1) {
+    floor_ = std::strtod(argv[from].c_str(), nullptr);
+    ++from;
+  }
+  for (std::size_t i = from; i < argv.size(); i += 2) own_.insert(argv[i]);
+  if (from < argv.size()) floor_process_ = process_of(argv[from]);
+}
+
+// The heartbeat's floor removes the calling process's queued members at or
+// below it that the call does not send: ones the process no longer has.
+bool ServerLog::dropped_by_floor(const std::string& member, double ticket) const {
+  return kind_ == "heartbeat" && floor_ > 0 && own_.count(member) == 0 && process_of(member) == floor_process_ &&
+         ticket <= floor_;
+}
+
 void ServerLog::client_cmd(std::int64_t ts, const std::vector<std::string>& argv) {
   std::string cmd = lower(argv[0]);
   if (cmd == "evalsha" || cmd == "eval" || cmd == "fcall") {
@@ -442,6 +461,7 @@ void ServerLog::client_cmd(std::int64_t ts, const std::vector<std::string>& argv
     script_ts_ = ts;
     kind_ = "other";
     own_.clear();
+    floor_ = 0;
     if (cmd != "eval" && argv.size() >= 3) {
       auto it = script_kind_.find(argv[1]);
       if (it != script_kind_.end()) kind_ = it->second;
@@ -450,7 +470,7 @@ void ServerLog::client_cmd(std::int64_t ts, const std::vector<std::string>& argv
       std::string name, suffix;
       if (nkeys > 0 && argv.size() > 3 && split_key(argv[3], name, suffix)) expire(name, ts);
       if (kind_ == "heartbeat") {
-        for (size_t i = first_arg + 2; i < argv.size(); i += 2) own_.insert(argv[i]);
+        heartbeat_args(argv, first_arg + 2);
       } else if (first_arg < argv.size()) {
         own_.insert(argv[first_arg]);
       }
@@ -826,6 +846,7 @@ void ServerLog::finish_script() {
   for (auto& [m, r] : q_removed_) {
     if (granted_.count({r.name, m}) || tainted_.count(r.name)) continue;
     if ((kind_ == "cancel" || kind_ == "evict") && own_.count(m)) continue;  // the owner leaves / the operator evicts
+    if (dropped_by_floor(m, r.ticket)) continue;                             // its process no longer has it
     // Its process's deadline as it stood when the waiter left (or the
     // process left w first, in this script); none known: w had no entry.
     auto w = removed_w_.find(process_of(m));

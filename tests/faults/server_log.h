@@ -112,6 +112,8 @@ class ServerLog {
   void apply_snapshot(const redisReply& r, std::int64_t ts);
   void lua(std::int64_t ts, const std::vector<std::string>& argv);
   void client_cmd(std::int64_t ts, const std::vector<std::string>& argv);
+  void heartbeat_args(const std::vector<std::string>& argv, std::size_t from);
+  bool dropped_by_floor(const std::string& member, double ticket) const;
   void record_cmd(std::int64_t ts, const std::string& cmd, const std::vector<std::string>& argv,
                   const std::string& name, NameState& st);
   void inline_cmd(std::int64_t ts, const std::string& cmd, const std::vector<std::string>& argv,
@@ -167,6 +169,8 @@ class ServerLog {
   double moved_deadline_ = 0;   // the deadline of the holder moved() last recognised
   std::string kind_;
   std::set<std::string> own_;
+  double floor_ = 0;           // a heartbeat's floor (0: none)
+  std::string floor_process_;  // the process whose members that heartbeat sends
   // w entry (a process) -> its deadline when this script first removed it
   // or one of its waiters: a waiter's liveness as it stood when it left q.
   std::map<std::string, double> removed_w_;

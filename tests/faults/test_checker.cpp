@@ -344,6 +344,30 @@ TEST(ServerLogReplay, FlagsAWaiterRemovedWhileItsProcessLivesButNotOnceItIsDead)
   EXPECT_TRUE(any(v, "live waiter pb:4 (ticket 4, process pb live until"));
 }
 
+// A heartbeat with a floor removes its own process's queued members at or
+// below the floor that the call does not send (docs/PROTOCOL.md: ones the
+// process no longer has); not one above it, nor another process's.
+TEST(ServerLogReplay, AHeartbeatsFloorRemovesOnlyItsProcessesUnsentMembersAtOrBelowIt) {
+  Feed f;
+  hold(f);
+  queue(f, "pb:2", "2");
+  queue(f, "pc:3", "3");
+  queue(f, "pb:4", "4");
+  queue(f, "pb:5", "5");
+  queue(f, "pb:6", "6");
+  f.script(heartbeat_sha, {"1", "1000", "4", "pb:5", "1000"});
+  f.line(true, {"ZREM", key("q"), "pb:2"});  // fine: below the floor, not sent
+  f.line(true, {"ZREM", key("q"), "pb:4"});  // fine: at the floor
+  EXPECT_TRUE(f.done().empty()) << f.done().front();
+  f.script(heartbeat_sha, {"1", "1000", "4", "pb:5", "1000"});
+  f.line(true, {"ZREM", key("q"), "pb:6"});  // not fine: above the floor
+  f.line(true, {"ZREM", key("q"), "pc:3"});  // not fine: another process's
+  auto v = f.done();
+  ASSERT_EQ(v.size(), 2u) << testing::PrintToString(v);
+  EXPECT_TRUE(any(v, "live waiter pb:6"));
+  EXPECT_TRUE(any(v, "live waiter pc:3"));
+}
+
 // The first version 4 call on a version 3 name moves w from members to
 // processes: neither step removes a waiter, and the waiters stay live.
 TEST(ServerLogReplay, TheMoveOfWToProcessesKeepsTheWaitersLive) {
