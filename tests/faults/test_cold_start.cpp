@@ -41,7 +41,7 @@ int storm_slot() { return detail::key_slot(qkey(kName, "q")); }
 // The first name stormrun0, stormrun1, ... in storm_slot().
 std::string run_name() {
   for (int i = 0;; ++i) {
-    const std::string name = "stormrun" + std::to_string(i);
+    std::string name = "stormrun" + std::to_string(i);
     if (detail::key_slot(qkey(name, "q")) == storm_slot()) return name;
   }
 }
