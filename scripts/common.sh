@@ -47,10 +47,29 @@ full_build_args() {
     -DFAIRLOCK_BUILD_TOOLS=ON -DFAIRLOCK_BUILD_BENCH=ON -DFAIRLOCK_INSTALL=ON)
 }
 
-# build [extra cmake args...]
+# main_build_args: FULL_BUILD_ARGS of the main build (scripts/test.sh's, the
+# demo's), g++ at C++17 with everything and -Werror, RelWithDebInfo with -g1
+# (line tables: backtraces keep their functions and lines) instead of -g: g++
+# emits the same code whatever the -g level, and warns the same; 25% less CPU
+# per compile (3 heavy files, cold: 25.7 -> 19.5 s user). The demo configures
+# the same build and builds only what it shows, so `bash scripts/test.sh`
+# after it compiles nothing twice.
+main_build_args() {
+  full_build_args g++ 17
+  if [ "${BUILD_TYPE:-RelWithDebInfo}" = RelWithDebInfo ]; then
+    FULL_BUILD_ARGS+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+  fi
+}
+
+# build [extra cmake args...] [-- TARGET...]: configures $BUILD_DIR and builds
+# TARGETs (default: all).
+
 build() {
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
-  cmake --build "$BUILD_DIR" -j "$(nproc)"
+  local args=() targets=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && targets=(--target "$@")
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" ${args[@]+"${args[@]}"} >/dev/null
+  cmake --build "$BUILD_DIR" -j "$(nproc)" ${targets[@]+"${targets[@]}"}
 }
 
 # Starts a throwaway redis-server on a free loopback port, daemonized, with

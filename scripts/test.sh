@@ -61,16 +61,10 @@ stage() {  # stage NAME COMMAND...: runs and times one stage; stops at the first
   current=""
 }
 
-# g++ at C++17, everything, -Werror: also check_packaging.sh's g++/C++17 full
-# build (PKG_REUSE_BUILD below), so that it is built once. RelWithDebInfo with
-# -g1 (line tables: backtraces keep their functions and lines) instead of -g:
-# g++ emits the same code whatever the -g level, and warns the same; 25%
-# less CPU per compile (3 heavy files, cold: 25.7 -> 19.5 s user).
+# g++ at C++17, everything, -Werror (main_build_args): also check_packaging.sh's
+# g++/C++17 full build (PKG_REUSE_BUILD below), so that it is built once.
 main_suite() {
-  full_build_args g++ 17
-  if [ "${BUILD_TYPE:-RelWithDebInfo}" = RelWithDebInfo ]; then
-    FULL_BUILD_ARGS+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
-  fi
+  main_build_args
   build "${FULL_BUILD_ARGS[@]}"
   (cd "$BUILD_DIR" && ctest --output-on-failure --timeout 600 -j "${TEST_JOBS:-2}")
 }
