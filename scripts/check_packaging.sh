@@ -48,6 +48,8 @@
 #                             (default "-O0 -DNDEBUG"; "" for RelWithDebInfo's)
 #   PKG_BUILD_ROOT            build directories (default <repo>/build-pkg/<cxx>-c++<std>;
 #                             kept, so a second run is incremental)
+#   PKG_BUILD_ONLY=1          only the full builds (scripts/test.sh runs them in the
+#                             background while tests run; the check after it finds them built)
 #   PKG_REUSE_BUILD           the build directory of the first full build (scripts/test.sh
 #                             passes its own: same arguments, nothing is rebuilt)
 #   BUILD_TYPE                (default RelWithDebInfo)
@@ -72,8 +74,12 @@ VERSION="$(sed -n 's/^project(fairlock VERSION \([0-9][0-9.]*\).*/\1/p' "$ROOT/C
 [ -n "$VERSION" ] || { echo "no project(fairlock VERSION x.y.z) in CMakeLists.txt" >&2; exit 1; }
 
 WORK="$(mktemp -d /tmp/fairlock-pkg.XXXXXX)"
-start_redis
-trap 'stop_redis; rm -rf "$WORK"' EXIT
+if [ "${PKG_BUILD_ONLY:-0}" = 1 ]; then
+  trap 'rm -rf "$WORK"' EXIT
+else
+  start_redis
+  trap 'stop_redis; rm -rf "$WORK"' EXIT
+fi
 export FAIRLOCK_URL="redis://127.0.0.1:$REDIS_PORT"
 
 step() { printf '\n=== %s\n' "$*"; }
@@ -180,6 +186,7 @@ for i in "${!COMPILERS[@]}"; do
   done < <(find "$bdir" -name flags.make -path '*.dir/*')
   echo "built in $(seconds "$start") s"
 
+  [ "${PKG_BUILD_ONLY:-0}" = 1 ] && continue
   if [ "$RUN_TESTS" = all ] || { [ "$RUN_TESTS" = one ] && [ "$i" -eq $((ncxx - 1)) ]; } ||
     { [ "$RUN_TESTS" = first ] && [ "$i" -eq 0 ]; }; then
     step "$name: tests"
@@ -188,6 +195,7 @@ for i in "${!COMPILERS[@]}"; do
 done
 
 # --- 2. one install tree
+[ "${PKG_BUILD_ONLY:-0}" = 1 ] && exit 0
 prefix="$WORK/prefix"
 step "install $(basename "$first_bdir") to $prefix"
 quiet "$WORK/install.log" cmake --install "$first_bdir" --prefix "$prefix"

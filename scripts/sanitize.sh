@@ -17,9 +17,14 @@
 #
 #   bash scripts/sanitize.sh [asan] [tsan] [valgrind]   (default: all three)
 #
+# asan and tsan are each a build and a test part, which can also be run on
+# their own: build-asan, test-asan, build-tsan, test-tsan (scripts/test.sh
+# builds in the background while other tests run, then tests).
+#
 # Environment: ASAN_BUILD_DIR, TSAN_BUILD_DIR (default build-asan, build-tsan);
 # VALGRIND_BUILD_DIR (default: $BUILD_DIR if it has the examples, else
-# build-valgrind); SANITIZE_JOBS (ctest -j, default 2);
+# build-valgrind); SANITIZE_JOBS (ctest -j, default 4: the tests mostly wait
+# on timers and servers; see TEST_JOBS in scripts/test.sh);
 # FAIRLOCK_SOAK_SECONDS for the soak test under sanitizers (default 20).
 # The top-level CMakeLists.txt is not touched: the flags go in with
 # CMAKE_CXX_FLAGS / CMAKE_EXE_LINKER_FLAGS.
@@ -52,7 +57,7 @@ parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(asan tsan valgrind)
 ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-$ROOT/build-asan}"
 TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-$ROOT/build-tsan}"
-JOBS="${SANITIZE_JOBS:-2}"
+JOBS="${SANITIZE_JOBS:-4}"
 export FAIRLOCK_SOAK_SECONDS="${FAIRLOCK_SOAK_SECONDS:-20}"
 # The Sentinel kill test's failovers (the main suite runs the 20 the issue
 # asks for; here the code under the sanitizers meets a few).
@@ -119,12 +124,15 @@ ctest_in() {
   return $rc
 }
 
-run_asan() {
-  local logs="$LOG_ROOT/asan"
-  mkdir -p "$logs"
+build_asan() {
   timed "asan+ubsan build" configure_and_build "$ASAN_BUILD_DIR" \
     "-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
-    "-fsanitize=address,undefined" || return
+    "-fsanitize=address,undefined"
+}
+
+test_asan() {
+  local logs="$LOG_ROOT/asan"
+  mkdir -p "$logs"
   # halt at the first error in any process; reports go to files (checked below)
   export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:log_path=$logs/asan"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
@@ -143,11 +151,14 @@ TSAN_TESTS='^(Campaign|Soak|Lock|Process|Transport|Heartbeat|HeartbeatChurn|Lock
 TSAN_TARGETS=(fairlock_tests fairlock_campaign_tests fairlock_soak_tests fairlock_sync_tests fairlock_sentinel_tests
   fairlock_cluster_tests)
 
-run_tsan() {
+build_tsan() {
+  timed "tsan build" configure_and_build "$TSAN_BUILD_DIR" "-O1 -fsanitize=thread" "-fsanitize=thread" \
+    "${TSAN_TARGETS[@]}"
+}
+
+test_tsan() {
   local logs="$LOG_ROOT/tsan"
   mkdir -p "$logs"
-  timed "tsan build" configure_and_build "$TSAN_BUILD_DIR" "-O1 -fsanitize=thread" "-fsanitize=thread" \
-    "${TSAN_TARGETS[@]}" || return
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:log_path=$logs/tsan"
   # One ctest run, so that the campaign (the longest) overlaps the rest.
   timed "tsan: concurrency tests" ctest_in "$TSAN_BUILD_DIR" "$logs" tsan --timeout 1800 -j "$JOBS" -R "$TSAN_TESTS"
@@ -191,10 +202,14 @@ run_valgrind() {
 
 for part in "${parts[@]}"; do
   case "$part" in
-    asan) run_asan ;;
-    tsan) run_tsan ;;
+    asan) build_asan && test_asan ;;
+    tsan) build_tsan && test_tsan ;;
+    build-asan) build_asan ;;
+    build-tsan) build_tsan ;;
+    test-asan) test_asan ;;
+    test-tsan) test_tsan ;;
     valgrind) run_valgrind ;;
-    *) echo "unknown part: $part (asan, tsan, valgrind)" >&2; exit 2 ;;
+    *) echo "unknown part: $part (asan, tsan, valgrind, build-asan, build-tsan, test-asan, test-tsan)" >&2; exit 2 ;;
   esac
 done
 
