@@ -9,9 +9,11 @@ What counts as a path, and where it must exist:
 
   - a Markdown link target that is not a URL or an anchor ("](x.md#part)")
     resolves from the document's own folder, as a Markdown viewer does:
-    in docs/, "../README.md" and "BUILDING.md", not "docs/BUILDING.md";
+    in docs/, "../README.md" and "BUILDING.md", not "docs/BUILDING.md"
+    (the "#part" is tools/check_readme.pl's to check);
   - anywhere else on a line (prose, `code`, code blocks), a token of the
-    form "a/b..." whose first part is a repository folder in ROOTS resolves
+    form "a/b..." whose first part is a top folder of the repository (ROOTS:
+    add a new top folder there) resolves
     from the repository's top ("src/core/claim.cpp", "tests/faults/",
     "bash scripts/demo.sh"); a token that starts with "../" resolves from
     the document's folder;
@@ -38,8 +40,11 @@ import pathlib
 import re
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from check_layers import LAYERS  # noqa: E402  (src/'s layer folders, one list)
+
 ROOTS = ["src", "include", "lua", "tests", "bench", "tools", "examples", "scripts", "docs", "cmake", ".ci"]
-LAYERS = ["base", "net", "protocol", "node", "core", "api"]  # as in tools/check_layers.py
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 PART = r"(?:[\w.*-]|\{[\w.,*-]*\})"
 TOKEN = re.compile(r"(?<![\w./:@~$<-])((?:\.\./)*\.?[\w-]" + PART + r"*(?:/" + PART + r"*)+)")
