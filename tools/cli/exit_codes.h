@@ -1,4 +1,4 @@
-// Exit statuses of the `fairlock` command (documented in the usage text and the README).
+// Exit statuses of the `fairlock` command (documented in the usage text and docs/COMMAND.md).
 #pragma once
 
 namespace fairlock::cli {

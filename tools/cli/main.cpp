@@ -1,5 +1,5 @@
 // fairlock: wrap a command in a fair distributed lock, and look at queues.
-// See `fairlock --help`; exit statuses are listed in usage.cpp and the README.
+// See `fairlock --help`; exit statuses are listed in usage.cpp and docs/COMMAND.md.
 #include <fairlock/fairlock.h>
 
 #include <cstdio>
