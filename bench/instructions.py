@@ -59,7 +59,7 @@ SPUBLISH nothing of a grant reaches the other masters. --publish (members in
 mode "p", classic PUBLISH, as before protocol 8) shows the method sees a
 cost when there is one: net 1,713-2,337 per contended grant on each other
 master (one run), the pair unchanged (it signals nobody). Callgrind counts
-user space only; bench/cluster.cpp measured 10 µs of CPU per PUBLISH on each
+user space only; bench/topologies/cluster.cpp measured 10 µs of CPU per PUBLISH on each
 other master, most of it, I infer, in the kernel.
 """
 import argparse
