@@ -1,7 +1,7 @@
 // fairlock on a Redis Cluster against a standalone server, all in one run
 // (issue 35, "Measure"): `fairlock_cluster_bench [--blocks N] [--rounds N]
 // [--seconds S] [--parts 1234] [--names N]`. It starts its own servers
-// (tests/redis_cluster.h, tests/redis_server.h: free loopback
+// (tests/harness/redis_cluster.h, tests/harness/redis_server.h: free loopback
 // ports, no persistence): a standalone redis-server, a 3-master and a 1-master
 // cluster without replicas.
 //  1. One name: uncontended lock+unlock pairs of one client (blocks
