@@ -31,7 +31,7 @@ cluster mode adds per operation on the master that owns the name. Members
 then wake by SPUBLISH (mode "s"), as the C++ client's do on a cluster.
 
 --masters 3 (any N of 2 or more): a running Redis Cluster of N masters (no
-replicas), each under callgrind, formed as tests/redis_cluster.cpp forms one
+replicas), each under callgrind, formed as tests/harness/redis_cluster.cpp forms one
 (SET-CONFIG-EPOCH, ADDSLOTSRANGE of 1/N of the slots each, MEET), members in
 mode "s", the library loaded on each, and
 64 names (n0 .. n63) each sent to the master of its slot (CLUSTER KEYSLOT).
@@ -59,7 +59,7 @@ SPUBLISH nothing of a grant reaches the other masters. --publish (members in
 mode "p", classic PUBLISH, as before protocol 8) shows the method sees a
 cost when there is one: net 1,713-2,337 per contended grant on each other
 master (one run), the pair unchanged (it signals nobody). Callgrind counts
-user space only; bench/cluster.cpp measured 10 µs of CPU per PUBLISH on each
+user space only; bench/topologies/cluster.cpp measured 10 µs of CPU per PUBLISH on each
 other master, most of it, I infer, in the kernel.
 """
 import argparse
@@ -224,7 +224,7 @@ def first_slot(j, masters):
 
 def form_cluster(servers):
     """Master j serves the j-th share of the slots, the first meets the others; waits for cluster_state:ok
-    on each (as tests/redis_cluster.cpp, without replicas)."""
+    on each (as tests/harness/redis_cluster.cpp, without replicas)."""
     for j, s in enumerate(servers):
         s.conn("CLUSTER", "SET-CONFIG-EPOCH", j + 1)
         s.conn("CLUSTER", "ADDSLOTSRANGE", first_slot(j, len(servers)), first_slot(j + 1, len(servers)) - 1)

@@ -4,13 +4,15 @@
 #   bench/run.sh            full run (about 7 minutes): builds, starts its own
 #                           redis-server, runs every scenario, prints the tables,
 #                           writes bench/results/latest.json, latest.md and the
-#                           chart bench/results/latest.svg
+#                           chart bench/results/latest.svg (only latest.md and
+#                           latest.svg are committed: the summary per scenario)
 #   bench/run.sh --smoke    seconds-long version for CI; writes its results under
 #                           the build directory, never over bench/results
 #
 # Options: --build-dir DIR   build there (default: build-bench/ at the repository root)
 #          --only ABCDEFGHT  run only these scenarios (no chart; results under
-#                            the build directory, never over bench/results)
+#                            the build directory, never over bench/results;
+#                            the letters: bench/README.md, bench/single_server/)
 #          --no-build        use the binaries already in the build directory
 #
 # Exits non-zero only if the benchmark itself is broken (build failure, a
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
     --build-dir) BUILD_DIR="$(mkdir -p "$2" && cd "$2" && pwd)"; shift ;;
     --only) ONLY="$2"; shift ;;
     --no-build) BUILD=0 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -179,7 +181,7 @@ fi
 if [ -z "$ONLY" ] && [ "$rc" -eq 0 ]; then
   if command -v gnuplot >/dev/null; then
     sub="$(cat "$TMP/subtitle.txt" 2>/dev/null || true)"
-    if timeout 60 gnuplot -e "datadir='$TMP/'; outfile='$OUT/latest.svg'; subtitle='$sub'" "$ROOT/bench/chart.gp"; then
+    if timeout 60 gnuplot -e "datadir='$TMP/'; outfile='$OUT/latest.svg'; subtitle='$sub'" "$ROOT/bench/harness/chart.gp"; then
       say "chart: $OUT/latest.svg"
     else
       say "bench/run.sh: gnuplot failed"

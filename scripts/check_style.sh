@@ -79,7 +79,7 @@ if [ "$mode" != --format-only ]; then
   # compile_commands.json of its own ($outdir/N/): run on a file that has
   # several commands, clang-tidy 14 analyses it once per command in one process
   # and carries analyzer state from one to the next (a spurious
-  # clang-analyzer-valist.Uninitialized in bench/common.cpp, which two programs
+  # clang-analyzer-valist.Uninitialized in bench/harness/common.cpp, which two programs
   # build). Commands that differ only in their output are run once
   # (tests/faults/main.cpp is in four test programs). Largest files first, so
   # that the longest runs do not start last.

@@ -142,7 +142,7 @@ test_asan() {
 }
 
 # What TSan runs: the fault campaign, the soak, and the main suite's thread,
-# process, async, heartbeat and safety tests (test_lock.cpp, test_process.cpp,
+# process, async, heartbeat and safety tests (test_lock.cpp, test_separate_processes.cpp,
 # test_async.cpp, test_safety*.cpp, test_inspect.cpp), sync_replicas, and the
 # Sentinel and Cluster tests whose threads meet a master change or a moved
 # slot (the cluster router's refresh thread, a Wake per node); and the programs they

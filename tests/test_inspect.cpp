@@ -184,7 +184,7 @@ TEST(Inspect, EvictRemovesAWaiter) {
   EXPECT_EQ(client.evict(name, st.waiters[0].token), Evicted::waiter);
   EXPECT_EQ(zcard(server(), name, "q"), 0);  // (w's entry is the process's: it stays)
   // The evicted waiter's process learns it at its next heartbeat: its wait
-  // ends with EvictedError, and it is not queued again (test_evicted.cpp).
+  // ends with EvictedError, and it is not queued again (test_operator_evict.cpp).
   t.join();
   EXPECT_TRUE(evicted.load());
   EXPECT_EQ(zcard(server(), name, "q"), 0);

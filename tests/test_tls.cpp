@@ -1,5 +1,5 @@
 // TLS (rediss://) against real redis-servers with a TLS port, certificates
-// made at test time (tests/tls_pki.cpp): the lock works over TLS, and every
+// made at test time (tests/harness/tls_pki.cpp): the lock works over TLS, and every
 // setup that must not work fails with its typed error and leaves nothing in
 // any queue.
 #include <gtest/gtest.h>

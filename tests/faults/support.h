@@ -5,7 +5,7 @@
 //         common clock (Redis TIME; on one host it is the same clock the lock
 //         server uses for its deadlines);
 //   Proc  a child process with stdin/stdout pipes, killable, with bounded waits
-//         (the repository's one child-process helper, tests/kit/child_process.h).
+//         (the repository's one child-process helper, tests/harness/kit/child_process.h).
 #include <cstdint>
 #include <map>
 #include <mutex>

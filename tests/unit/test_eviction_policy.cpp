@@ -1,5 +1,5 @@
 // Reading the server's maxmemory and maxmemory-policy out of INFO's text (the
-// check itself, against servers, is in tests/test_eviction.cpp).
+// check itself, against servers, is in tests/test_eviction_policy.cpp).
 #include <gtest/gtest.h>
 
 #include "node/eviction_check.h"

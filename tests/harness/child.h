@@ -1,6 +1,6 @@
 #pragma once
 // A child process running the test helper (or any program), with its stdout
-// readable by line: tests/kit/child_process.h with the tests' defaults.
+// readable by line: tests/harness/kit/child_process.h with the tests' defaults.
 #include <signal.h>
 
 #include <chrono>

@@ -1,5 +1,5 @@
 # Renders bench/results/latest.svg from the data files fairlock_bench writes.
-#   gnuplot -e "datadir='DIR/'; outfile='latest.svg'; subtitle='...'" bench/chart.gp
+#   gnuplot -e "datadir='DIR/'; outfile='latest.svg'; subtitle='...'" bench/harness/chart.gp
 if (!exists("datadir")) datadir = "./"
 if (!exists("outfile")) outfile = "latest.svg"
 if (!exists("subtitle")) subtitle = ""

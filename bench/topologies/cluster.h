@@ -1,9 +1,10 @@
 #pragma once
-// fairlock_cluster_bench (bench/cluster.cpp): fairlock on a Redis Cluster
+// fairlock_cluster_bench (bench/topologies/cluster.cpp): fairlock on a Redis Cluster
 // against a standalone server, in one run (issue 35, "Measure"). Shared by
-// its files: servers' counters and small helpers (cluster_common.cpp), the one
-// name part (cluster_one.cpp), the many-names part and its worker process
-// (cluster_many.cpp, cluster_worker.cpp), the subscriptions part (cluster_subs.cpp).
+// its files: servers' counters and small helpers (cluster_counters.cpp), the one
+// name part (cluster_one_name.cpp), the many-names part and its worker process
+// (cluster_many_names.cpp, cluster_worker.cpp), the subscriptions part
+// (cluster_subscriptions.cpp).
 #include <fairlock/fairlock.h>
 
 #include <chrono>

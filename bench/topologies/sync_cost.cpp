@@ -2,7 +2,7 @@
 // Sentinel costs, as ratios to the same run without either:
 // `fairlock_sync_cost <master port> [blocks] [rounds] [sentinel url]`
 // against a master with two replicas and three sentinels watching it
-// (bench/sync_cost.sh starts them). Uncontended: one client's
+// (bench/topologies/sync_cost.sh starts them). Uncontended: one client's
 // lock+unlock pairs, in blocks interleaved across N = 0, 1, 2 (medians of
 // the blocks). Contended: W = 16 threads, each with a Client of its own, on
 // one lock, in rounds alternating N (median grants/s over the rounds).

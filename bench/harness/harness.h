@@ -1,9 +1,9 @@
 #pragma once
 // Contended runs: W participants in worker processes (`fairlock_bench
-// worker`, bench/worker.cpp) on one lock or semaphore, started together,
+// worker`, bench/harness/worker.cpp) on one lock or semaphore, started together,
 // stopped together, measured from their grant records and the server's INFO.
 // Worker processes run under the repository's child-process helper
-// (tests/kit/child_process.h).
+// (tests/harness/kit/child_process.h).
 #include <cmath>
 #include <string>
 #include <vector>

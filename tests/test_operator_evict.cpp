@@ -4,7 +4,7 @@
 // it never queues again by itself; a waiter whose process stalled past its
 // liveness still queues again when it comes back; an evicted holder is told
 // as a lost grant is (on_lost once, release() says lost). (Memory eviction
-// by Redis's maxmemory-policy is test_eviction.cpp's.)
+// by Redis's maxmemory-policy is test_eviction_policy.cpp's.)
 #include <gtest/gtest.h>
 #include <signal.h>
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The cost of Options::sync_replicas (bench/sync_cost.cpp): starts a master
+# The cost of Options::sync_replicas (bench/topologies/sync_cost.cpp): starts a master
 # and two replicas on free loopback ports, without persistence, and three
 # sentinels watching the master, runs
 # fairlock_sync_cost against them, and stops them on exit.
-# Usage: bench/sync_cost.sh BUILD_DIR [blocks] [rounds]
+# Usage: bench/topologies/sync_cost.sh BUILD_DIR [blocks] [rounds]
 set -euo pipefail
-build=${1:?usage: bench/sync_cost.sh BUILD_DIR [blocks] [rounds]}
+build=${1:?usage: bench/topologies/sync_cost.sh BUILD_DIR [blocks] [rounds]}
 dir=$(mktemp -d)
 pids=()
 cleanup() {

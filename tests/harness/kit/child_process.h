@@ -1,7 +1,7 @@
 #pragma once
 // The one child-process helper of the repository, used by the tests' Child
-// (tests/child.h), the fault suite's Proc (tests/faults/support.h) and the
-// benchmark's worker processes (bench/harness.cpp): fork+exec with the
+// (tests/harness/child.h), the fault suite's Proc (tests/faults/support.h) and the
+// benchmark's worker processes (bench/harness/harness.cpp): fork+exec with the
 // child's stdout (and stdin) on pipes, stdout read by line with bounded waits,
 // signals, bounded waits for exit, and a watchdog that kills every child if
 // the parent dies abruptly. Header-only: the benchmark builds without tests/.

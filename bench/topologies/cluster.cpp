@@ -1,8 +1,8 @@
 // fairlock on a Redis Cluster against a standalone server, all in one run
 // (issue 35, "Measure"): `fairlock_cluster_bench [--blocks N] [--rounds N]
-// [--seconds S] [--parts 1234] [--names N]`. It starts its own servers (tests/
-// redis_cluster.h, tests/redis_server.h: free loopback ports, no
-// persistence): a standalone redis-server, a 3-master and a 1-master
+// [--seconds S] [--parts 1234] [--names N]`. It starts its own servers
+// (tests/harness/redis_cluster.h, tests/harness/redis_server.h: free loopback
+// ports, no persistence): a standalone redis-server, a 3-master and a 1-master
 // cluster without replicas.
 //  1. One name: uncontended lock+unlock pairs of one client (blocks
 //     interleaved standalone / cluster, medians), and W = 16 threads (a
@@ -22,7 +22,7 @@
 //     same program measures the sharded wake once it lands.
 //  4. Subscriptions (only with --parts 4, not by default): one process waiting
 //     on N names at once (--names, default 10,000): the shard channels each
-//     master holds for it, then after every wait ended (cluster_subs.cpp).
+//     master holds for it, then after every wait ended (cluster_subscriptions.cpp).
 #include "cluster.h"
 
 #include <cstdio>
