@@ -12,7 +12,12 @@ protocol layer). This fails (exit 1, one line per finding) when
     holds; checked on its own so that a change to LAYERS cannot hide one);
   - a source file sits outside the layer folders;
   - docs/ARCHITECTURE.md does not name a header under src/ by its path
-    from src/, so the map cannot go stale.
+    from src/, so the map cannot go stale;
+  - script knowledge leaks out of src/protocol/: an error code the lua/
+    scripts raise ("FLBADARG") or a name's key suffix ("}:seq", from
+    protocol/keys.cpp's table) is spelled in src/ outside protocol/, in
+    bench/ or in tools/cli/ (tests/ may: they check the protocol), or a
+    code the scripts raise is not mapped in src/protocol/.
 
     tools/check_layers.py [REPO]     (default: the repository holding this file)
 """
@@ -92,18 +97,65 @@ def map_findings(repo, src):
     ]
 
 
+# Where script knowledge must not be spelled (src/protocol/ excepted).
+KNOWLEDGE_FREE = ["src", "bench", "tools/cli"]
+SCANNED = (".h", ".cpp", ".py", ".sh")
+# lua/lib.lua raises fail('<CODE>', ...) as "FL<CODE> ..."; a script may
+# also spell error_reply('FL<CODE> ...') itself.
+LUA_FAIL = re.compile(r"""\bfail\(\s*'([A-Z]+)'""")
+LUA_ERROR_REPLY = re.compile(r"""error_reply\(\s*'(FL[A-Z]+)\b""")
+# protocol/keys.cpp's table of the keys: {&Keys::q, "q"}.
+KEY_ENTRY = re.compile(r'\{\s*&Keys::\w+\s*,\s*"([a-z]+)"\s*\}')
+
+
+def script_codes(repo):
+    codes = set()
+    for lua in sorted((repo / "lua").glob("*.lua")):
+        text = lua.read_text(encoding="utf-8")
+        codes.update("FL" + c for c in LUA_FAIL.findall(text))
+        codes.update(LUA_ERROR_REPLY.findall(text))
+    return codes
+
+
+def knowledge_findings(repo, src):
+    codes = script_codes(repo)
+    keys_cpp = src / "protocol" / "keys.cpp"
+    suffixes = set(KEY_ENTRY.findall(keys_cpp.read_text(encoding="utf-8"))) if keys_cpp.is_file() else set()
+    findings = []
+    if not codes:
+        findings.append("lua/: no script error code found (fail('<CODE>', ...)): the knowledge check reads nothing")
+    if not suffixes:
+        findings.append('src/protocol/keys.cpp: no key table ({&Keys::q, "q"}): the knowledge check reads nothing')
+    if findings:
+        return findings
+    spelled = re.compile(r"\b(" + "|".join(sorted(codes)) + r")\b|\}:(" + "|".join(sorted(suffixes)) + r")(?![\w-])")
+    protocol = "".join(p.read_text(encoding="utf-8") for p in sorted((src / "protocol").glob("*.cpp")))
+    findings += [f"src/protocol/: does not map {code}, which lua/ raises" for code in sorted(codes) if code not in protocol]
+    for top in KNOWLEDGE_FREE:
+        for path in sorted((repo / top).rglob("*")):
+            if path.suffix not in SCANNED or (src / "protocol") in path.parents:
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                for m in spelled.finditer(line):
+                    what = f"script error code {m.group(1)}" if m.group(1) else f"key suffix }}:{m.group(2)}"
+                    findings.append(f"{path.relative_to(repo).as_posix()}:{n}: spells the {what} (src/protocol/ only)")
+    return findings
+
+
 def main():
     repo = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
     src = repo / "src"
     edges = {}
-    findings = include_findings(src, edges) + cycle_findings(edges) + map_findings(repo, src)
+    findings = (include_findings(src, edges) + cycle_findings(edges) + map_findings(repo, src) +
+                knowledge_findings(repo, src))
     for f in findings:
         print(f)
     if findings:
         print(f"check_layers: {len(findings)} finding(s); the layers and the rule: docs/ARCHITECTURE.md")
         return 1
     headers = len(list(src.rglob("*.h")))
-    print(f"check_layers: includes point down ({' < '.join(LAYERS)}), no cycle, all {headers} headers mapped")
+    print(f"check_layers: includes point down ({' < '.join(LAYERS)}), no cycle, all {headers} headers mapped, "
+          f"script codes and key suffixes in src/protocol/ only")
     return 0
 
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "protocol/calls.h"    // fairlock's calls of its scripts (src/)
 #include "protocol/scripts.h"  // fairlock's embedded scripts and their SHA1s (src/)
 
 namespace fbench {
@@ -121,17 +122,6 @@ void zset_unlock(Redis& c, const std::string& sha, const std::string& lkey, cons
   unfair_unlock(c, sha, lkey, token, rt);
 }
 
-RawKeys::RawKeys(const std::string& prefix, const std::string& name) {
-  fairlock::detail::Keys k(prefix, name);
-  q = k.q;
-  w = k.w;
-  h = k.h;
-  g = k.g;
-  seq = k.seq;
-  o = k.o;
-  ev = k.ev;
-}
-
 void load_fairlock_scripts(Redis& c) {
   using fairlock::detail::Script;
   Reply lib = c.cmd({"FUNCTION", "LOAD", "REPLACE", std::string(fairlock::detail::library_source())});
@@ -145,36 +135,38 @@ void load_fairlock_scripts(Redis& c) {
 }
 
 namespace {
+using std::chrono::milliseconds;
+namespace fl = fairlock::detail;
+
 // A call as the client makes it by default: FCALL of the script's function.
-std::vector<std::string> call_head(fairlock::detail::Script s, const RawKeys& k) {
-  return {"FCALL", std::string(fairlock::detail::script_function(s)), "7", k.q, k.w, k.h, k.g, k.seq, k.o, k.ev};
+std::vector<std::string> fcall(const fl::ScriptCall& call) {
+  const std::vector<std::string_view> command = fl::script_command(call, fl::ScriptWay::functions);
+  return {command.begin(), command.end()};
 }
 }  // namespace
 
 std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits, long long lease_ms,
                                           long long liveness_ms, char mode) {
-  auto v = call_head(fairlock::detail::Script::acquire, k);
-  v.insert(v.end(), {member, std::to_string(permits), std::to_string(lease_ms), std::to_string(liveness_ms),
-                     std::string(1, mode)});
-  return v;
+  if (mode != 'q' && mode != 'f' && mode != 't') throw std::invalid_argument(std::string("acquire mode ") + mode);
+  fl::AcquireArgs a;
+  a.member = member;
+  a.permits = static_cast<std::uint32_t>(permits);
+  a.lease = milliseconds(lease_ms);
+  a.liveness = milliseconds(liveness_ms);
+  a.queue = mode != 't';
+  a.first = mode == 'f';
+  return fcall(fl::acquire_call(k, a));
 }
 
 std::vector<std::string> raw_release_argv(const RawKeys& k, const std::string& member, int permits) {
-  auto v = call_head(fairlock::detail::Script::release, k);
-  v.insert(v.end(), {member, std::to_string(permits)});
-  return v;
+  return fcall(fl::release_call(k, member, static_cast<std::uint32_t>(permits), false));
 }
 
 std::vector<std::string> raw_heartbeat_argv(const RawKeys& k, int permits, long long liveness_ms,
                                             const std::vector<std::string>& members, long long lease_ms) {
-  auto v = call_head(fairlock::detail::Script::heartbeat, k);
-  v.push_back(std::to_string(permits));
-  v.push_back(std::to_string(liveness_ms));
-  for (const auto& m : members) {
-    v.push_back(m);
-    v.push_back(std::to_string(lease_ms));
-  }
-  return v;
+  fl::BeatName name{&k, static_cast<std::uint32_t>(permits), {}, 0};
+  for (const auto& m : members) name.entries.push_back(fl::BeatEntry{m, milliseconds(lease_ms)});
+  return fcall(fl::heartbeat_call(name, milliseconds(liveness_ms)));
 }
 
 std::string fake_member(char mode, std::uint64_t cid, std::uint64_t n, long long lease_ms) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common.h"
+#include "protocol/keys.h"  // the library's keys of a name (src/)
 
 namespace fbench {
 
@@ -69,11 +70,10 @@ long long client_command_usec(const ServerDelta& d, const std::string& system);
 
 // fairlock's protocol called directly: FCALL of the library's functions, as
 // the client calls them by default (load_fairlock_scripts loads the library
-// and, for SCRIPT LOAD users, the scripts).
-struct RawKeys {
-  RawKeys(const std::string& prefix, const std::string& name);
-  std::string q, w, h, g, seq, o, ev;
-};
+// and, for SCRIPT LOAD users, the scripts), built by the library's own calls
+// (src/protocol/calls.h). `mode` is acquire's: 'q' queue, 'f' queue a member
+// never sent, 't' try.
+using RawKeys = fairlock::detail::Keys;
 void load_fairlock_scripts(Redis& c);
 std::vector<std::string> raw_acquire_argv(const RawKeys& k, const std::string& member, int permits, long long lease_ms,
                                           long long liveness_ms, char mode);

@@ -2,10 +2,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <string>
-#include <utility>
 
 #include "fairlock/errors.h"
 
@@ -22,39 +20,23 @@ std::string_view reply_error(const redisReply& r) {
   return r.type == REDIS_REPLY_ERROR && r.str ? std::string_view(r.str, r.len) : std::string_view();
 }
 
-namespace {
+std::string_view error_code(std::string_view error) { return error.substr(0, error.find(' ')); }
 
-// A script's "FLBADARG <argument> <problem>" as the caller's argument: the
-// scripts check what the C++ side checks too, so this is a value that got
-// past it (a token given to Client::evict, a limit to inspect).
-[[noreturn]] void throw_bad_argument(const std::string& text) {
-  static const std::pair<std::string_view, const char*> kOptions[] = {
-      {"member", "token"},
-      {"permits", "permits"},
-      {"lease_ms", "LockOptions::lease"},
-      {"liveness_ms", "Options::liveness_ttl"},
-      {"limit", "max_waiters"},
-  };
-  const std::string_view argument = std::string_view{text}.substr(0, text.find(' '));
-  for (const auto& [word, option] : kOptions) {
-    if (argument == word) throw BadOption(option, text.substr(std::min(text.size(), word.size() + 1)));
+ServerRefusal server_refusal(std::string_view error) {
+  const std::string_view code = error_code(error);
+  if (code == "READONLY") return ServerRefusal::readonly;
+  if (code == "MOVED") return ServerRefusal::moved;
+  if (code == "ASK") return ServerRefusal::ask;
+  for (std::string_view busy : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "NOREPLICAS", "CLUSTERDOWN"}) {
+    if (code == busy) return ServerRefusal::busy;
   }
-  throw BadOption("argument", text);
+  return ServerRefusal::none;
 }
-
-}  // namespace
 
 void throw_reply_error(const redisReply& r, std::string_view context) {
   std::string msg(reply_error(r).empty() ? std::string_view("unknown error") : reply_error(r));
   std::string where(context);
   auto starts = [&](std::string_view prefix) { return msg.rfind(prefix, 0) == 0; };
-  if (starts("FLPERMITS ")) {
-    throw PermitsMismatch(where + ": permits mismatch: this name is in use with " + msg.substr(10) + " permit(s)");
-  }
-  if (starts("FLBADARG ")) throw_bad_argument(msg.substr(9));
-  if (starts("FLVERSION ")) {
-    throw ProtocolMismatch(where + ": protocol mismatch: version " + msg.substr(10));
-  }
   // The server is there but cannot serve now (loading its data after a
   // restart, busy with a long script, a replica without its primary, a
   // primary demoted by a failover, a primary with min-replicas-to-write
@@ -62,12 +44,7 @@ void throw_reply_error(const redisReply& r, std::string_view context) {
   // served: redirected where the router could not follow, split between
   // two nodes while it migrates, or without a master): the same as
   // unreachable, so callers retry it like a dropped connection.
-  for (std::string_view transient :
-       {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS", "MOVED", "ASK", "CLUSTERDOWN"}) {
-    if (starts(transient) && (msg.size() == transient.size() || msg[transient.size()] == ' ')) {
-      throw ConnectionError(where + ": redis cannot serve now: " + msg);
-    }
-  }
+  if (server_refusal(msg) != ServerRefusal::none) throw ConnectionError(where + ": redis cannot serve now: " + msg);
   if (starts("NOAUTH") || msg.find("Protocol error: unauthenticated") != std::string::npos) {
     // (Redis refuses long commands from a connection that has not
     // authenticated with that protocol error instead of NOAUTH.)

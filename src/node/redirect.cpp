@@ -1,5 +1,6 @@
 #include "node/redirect.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "net/reply.h"
@@ -32,9 +33,10 @@ std::optional<Redirect> parse_target(Redirect::Kind kind, std::string_view rest)
 std::optional<Redirect> redirect_of(const redisReply& r) {
   if (!is_error(r)) return std::nullopt;
   const std::string_view e = reply_error(r);
-  if (e.rfind("MOVED ", 0) == 0) return parse_target(Redirect::Kind::moved, e.substr(6));
-  if (e.rfind("ASK ", 0) == 0) return parse_target(Redirect::Kind::ask, e.substr(4));
-  return std::nullopt;
+  const ServerRefusal refusal = server_refusal(e);
+  if (refusal != ServerRefusal::moved && refusal != ServerRefusal::ask) return std::nullopt;
+  const std::string_view rest = e.substr(std::min(e.size(), error_code(e).size() + 1));
+  return parse_target(refusal == ServerRefusal::moved ? Redirect::Kind::moved : Redirect::Kind::ask, rest);
 }
 
 }  // namespace fairlock::detail

@@ -14,28 +14,6 @@ using std::chrono::steady_clock;
 
 namespace {
 
-Argv call_argv(const ScriptCall& call, ScriptWay way) {
-  Argv argv;
-  argv.reserve(10 + call.args.size());
-  if (way == ScriptWay::functions) {
-    argv.push_back("FCALL");
-    argv.push_back(script_function(call.script));
-  } else {
-    argv.push_back("EVALSHA");
-    argv.push_back(script_sha(call.script));
-  }
-  argv.push_back("7");
-  argv.push_back(call.keys->q);
-  argv.push_back(call.keys->w);
-  argv.push_back(call.keys->h);
-  argv.push_back(call.keys->g);
-  argv.push_back(call.keys->seq);
-  argv.push_back(call.keys->o);
-  argv.push_back(call.keys->ev);
-  for (const auto& a : call.args) argv.push_back(a);
-  return argv;
-}
-
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // The server has no such command (before Redis 7, or renamed away), or the
@@ -75,7 +53,7 @@ std::vector<ReplyPtr> ScriptRunner::run(Connection& c, const std::vector<ScriptC
   Batch b{calls, {}, std::vector<ScriptWay>(calls.size(), way), way};
   std::vector<Argv> argv;
   argv.reserve(calls.size() + tail.size());
-  for (const auto& call : calls) argv.push_back(call_argv(call, b.way));
+  for (const auto& call : calls) argv.push_back(script_command(call, b.way));
   argv.insert(argv.end(), tail.begin(), tail.end());
   b.replies = c.pipeline(argv);
   std::vector<ReplyPtr> tail_replies(
@@ -136,7 +114,7 @@ void ScriptRunner::load_and_run(Connection& c, Batch& b, const std::vector<std::
     for (Script s : kAllScripts) commands.push_back(Argv{"SCRIPT", "LOAD", script_source(s)});
   }
   const std::size_t loads = commands.size();
-  for (std::size_t i : which) commands.push_back(call_argv(b.calls[i], way));
+  for (std::size_t i : which) commands.push_back(script_command(b.calls[i], way));
   std::vector<ReplyPtr> replies = c.pipeline(commands);
   for (std::size_t i = 0; i < loads; ++i) {
     if (!is_error(*replies[i])) continue;

@@ -17,8 +17,6 @@
 
 namespace fairlock::detail {
 
-enum class ScriptWay { functions, evalsha };
-
 // The library or script cache kept being flushed for a whole budget: the
 // calls that found their script missing did not run, so they may be
 // retried at will.

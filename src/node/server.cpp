@@ -172,7 +172,7 @@ std::vector<ReplyPtr> Server::pipeline(const std::vector<Argv>& commands) {
 // master the sentinels name then.
 std::vector<ReplyPtr> Server::master_only(Connection& c, std::vector<ReplyPtr> replies) {
   for (const ReplyPtr& r : replies) {
-    if (!is_error(*r) || reply_error(*r).substr(0, 8) != "READONLY") continue;
+    if (!is_error(*r) || server_refusal(reply_error(*r)) != ServerRefusal::readonly) continue;
     c.discard();
     if (target_.locator) target_.locator->demoted();
     throw NotMaster("redis: " + where() + " answered READONLY (demoted by a failover): asking for the master again");

@@ -5,6 +5,7 @@
 
 #include "fairlock/errors.h"
 #include "net/reply.h"
+#include "protocol/script_errors.h"
 
 namespace fairlock::detail {
 
@@ -54,7 +55,7 @@ ScriptCall acquire_call(const Keys& keys, const AcquireArgs& a) {
 }
 
 Acquired parse_acquired(const redisReply& r) {
-  if (is_error(r)) throw_reply_error(r, "fairlock acquire");
+  if (is_error(r)) throw_script_error(r, "fairlock acquire");
   Acquired out;
   const long long status = reply_integer(reply_at(r, 0));
   if (status == 1) {
@@ -81,7 +82,7 @@ ScriptCall release_call(const Keys& keys, std::string_view member, std::uint32_t
 }
 
 bool parse_released(const redisReply& r) {
-  if (is_error(r)) throw_reply_error(r, "fairlock release");
+  if (is_error(r)) throw_script_error(r, "fairlock release");
   return reply_integer(r) == 1;
 }
 
@@ -90,7 +91,7 @@ ScriptCall cancel_call(const Keys& keys, std::string_view member, std::uint32_t 
 }
 
 CancelResult parse_cancelled(const redisReply& r) {
-  if (is_error(r)) throw_reply_error(r, "fairlock cancel");
+  if (is_error(r)) throw_script_error(r, "fairlock cancel");
   CancelResult out;
   switch (reply_integer(reply_at(r, 0))) {
     case 1: out.status = CancelResult::Status::left; break;
@@ -153,7 +154,7 @@ ScriptCall confirm_call(const Keys& keys, std::uint32_t permits, std::string_vie
 }
 
 BeatResult parse_confirmed(const redisReply& r) {
-  if (is_error(r)) throw_reply_error(r, "fairlock heartbeat");
+  if (is_error(r)) throw_script_error(r, "fairlock heartbeat");
   return parse_beat(r, 0);
 }
 
@@ -163,7 +164,7 @@ ScriptCall inspect_call(const Keys& keys, std::size_t max_waiters) {
 }
 
 QueueState parse_inspected(const redisReply& r, std::string name) {
-  if (is_error(r)) throw_reply_error(r, "fairlock inspect");
+  if (is_error(r)) throw_script_error(r, "fairlock inspect");
   QueueState st;
   st.name = std::move(name);
   st.server_time_ms = reply_integer(reply_at(r, 0));
@@ -201,7 +202,7 @@ ScriptCall evict_call(const Keys& keys, std::string_view member) {
 }
 
 Evicted parse_evicted(const redisReply& r) {
-  if (is_error(r)) throw_reply_error(r, "fairlock evict");
+  if (is_error(r)) throw_script_error(r, "fairlock evict");
   switch (reply_integer(r)) {
     case 1: return Evicted::holder;
     case 2: return Evicted::waiter;

@@ -1,10 +1,25 @@
 #include "protocol/keys.h"
 
+#include <iterator>
 #include <stdexcept>
 
 #include "fairlock/errors.h"
 
 namespace fairlock::detail {
+
+namespace {
+
+// Every key of a name, in the order of the scripts' KEYS, with its suffix:
+// the one list of them (tools/check_layers.py reads the suffixes here).
+struct KeyEntry {
+  std::string Keys::*member;
+  std::string_view suffix;
+};
+constexpr KeyEntry kKeyTable[] = {{&Keys::q, "q"},     {&Keys::w, "w"}, {&Keys::h, "h"},  {&Keys::g, "g"},
+                                  {&Keys::seq, "seq"}, {&Keys::o, "o"}, {&Keys::ev, "ev"}};
+static_assert(std::size(kKeyTable) == kKeyCount, "kKeyCount is the table's size");
+
+}  // namespace
 
 Keys::Keys(std::string_view prefix, std::string_view name) {
   if (name.empty()) throw BadOption("name", "must not be empty");
@@ -17,13 +32,13 @@ Keys::Keys(std::string_view prefix, std::string_view name) {
   std::string base;
   base.reserve(prefix.size() + name.size() + 8);
   base.append(prefix).append(":{").append(name).append("}:");
-  q = base + "q";
-  w = base + "w";
-  h = base + "h";
-  g = base + "g";
-  seq = base + "seq";
-  o = base + "o";
-  ev = base + "ev";
+  for (const KeyEntry& key : kKeyTable) (this->*key.member = base).append(key.suffix);
+}
+
+std::array<const std::string*, kKeyCount> Keys::in_order() const {
+  std::array<const std::string*, kKeyCount> keys{};
+  for (std::size_t i = 0; i < kKeyCount; ++i) keys[i] = &(this->*kKeyTable[i].member);
+  return keys;
 }
 
 std::string key_pattern(std::string_view prefix, std::string_view pattern) {

@@ -1,6 +1,8 @@
 #pragma once
 // The keys of a name (docs/PROTOCOL.md): seven keys under the hash tag
-// {name}, and how a key found by SCAN is read back as its name.
+// {name}, in the order the scripts take them, and how a key found by SCAN
+// is read back as its name.
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -8,12 +10,16 @@
 namespace fairlock::detail {
 
 constexpr std::size_t kMaxNameBytes = 1024;
+// How many keys every script takes (lua/lib.lua checks #KEYS).
+constexpr std::size_t kKeyCount = 7;
 
 // The seven keys every script takes, all sharing the hash tag {name}.
 // Throws BadOption("name", ...) for an empty or oversized name,
 // or one with '{' or '}' (it would end the hash tag early).
 struct Keys {
   Keys(std::string_view prefix, std::string_view name);
+  // The keys as a script call's KEYS, in order (keys.cpp's table).
+  std::array<const std::string*, kKeyCount> in_order() const;
   std::string q, w, h, g, seq, o, ev;
 };
 

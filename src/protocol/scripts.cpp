@@ -1,6 +1,7 @@
 #include "protocol/scripts.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "fairlock_lua.h"
 
@@ -46,5 +47,22 @@ std::string_view script_sha(Script s) { return embedded(s).sha; }
 std::string_view script_function(Script s) { return embedded(s).function; }
 
 std::string_view library_source() { return lua::library_source; }
+
+std::vector<std::string_view> script_command(const ScriptCall& call, ScriptWay way) {
+  static const std::string key_count = std::to_string(kKeyCount);
+  std::vector<std::string_view> command;
+  command.reserve(3 + kKeyCount + call.args.size());
+  if (way == ScriptWay::functions) {
+    command.push_back("FCALL");
+    command.push_back(script_function(call.script));
+  } else {
+    command.push_back("EVALSHA");
+    command.push_back(script_sha(call.script));
+  }
+  command.push_back(key_count);
+  for (const std::string* key : call.keys->in_order()) command.push_back(*key);
+  for (const auto& a : call.args) command.push_back(a);
+  return command;
+}
 
 }  // namespace fairlock::detail

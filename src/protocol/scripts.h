@@ -30,4 +30,11 @@ struct ScriptCall {
   std::vector<std::string> args;
 };
 
+// How a server runs the scripts: as functions of the library, or by SHA.
+enum class ScriptWay { functions, evalsha };
+// The command that runs `call`: FCALL <function> (or EVALSHA <sha>), the
+// count of keys, the keys in order, the arguments. Views into `call`, which
+// must outlive them.
+std::vector<std::string_view> script_command(const ScriptCall& call, ScriptWay way);
+
 }  // namespace fairlock::detail

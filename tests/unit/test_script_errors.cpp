@@ -2,6 +2,7 @@
 // against servers, is in tests/test_scripts.cpp).
 #include <gtest/gtest.h>
 
+#include "net/reply.h"
 #include "node/script_runner.h"
 
 namespace fairlock::test {
@@ -40,6 +41,24 @@ TEST(ScriptErrors, AreToldApartByRedisTexts) {
             LoadError::no_functions);
   EXPECT_EQ(classify_load_error("OOM command not allowed when used memory > 'maxmemory'."), LoadError::other);
   EXPECT_EQ(classify_load_error("READONLY You can't write against a read only replica."), LoadError::other);
+}
+
+// The conditions of the server itself, read by the error's first word in
+// one place (net/reply.h) for the master check, the redirections and the
+// errors thrown; a longer word that begins the same is another error.
+TEST(ScriptErrors, ServerRefusalsAreReadByTheirCode) {
+  using detail::server_refusal;
+  using detail::ServerRefusal;
+  EXPECT_EQ(server_refusal("READONLY You can't write against a read only replica."), ServerRefusal::readonly);
+  EXPECT_EQ(server_refusal("MOVED 3999 127.0.0.1:6381"), ServerRefusal::moved);
+  EXPECT_EQ(server_refusal("ASK 3999 127.0.0.1:6381"), ServerRefusal::ask);
+  EXPECT_EQ(server_refusal("LOADING Redis is loading the dataset in memory"), ServerRefusal::busy);
+  EXPECT_EQ(server_refusal("TRYAGAIN Multiple keys request during rehashing of slot"), ServerRefusal::busy);
+  EXPECT_EQ(server_refusal("CLUSTERDOWN"), ServerRefusal::busy);
+  EXPECT_EQ(server_refusal("BUSYKEY Target key name already exists."), ServerRefusal::none);
+  EXPECT_EQ(server_refusal("READONLYX"), ServerRefusal::none);
+  EXPECT_EQ(server_refusal("ERR READONLY"), ServerRefusal::none);
+  EXPECT_EQ(server_refusal(""), ServerRefusal::none);
 }
 
 }  // namespace
