@@ -1,9 +1,10 @@
 # Run as: cmake -DLUA_DIR=... -DOUT=... -DSCRIPTS="acquire;release;..." [-DLIBRARY_OUT=...] -P EmbedLua.cmake
 # Writes a header holding, as raw string literals:
-# - for each operation, the script loaded by SCRIPT LOAD (lib.lua, a newline,
-#   then <op>.lua), its SHA1, and the name of the same operation as a function;
+# - for each operation, the script loaded by SCRIPT LOAD (the prelude, a
+#   newline, then <op>.lua), its SHA1, and the name of the same operation as
+#   a function;
 # - the function library loaded by FUNCTION LOAD: one line "#!lua name=<name>",
-#   lib.lua, then each operation's text as the body of a function(KEYS, ARGV);
+#   the prelude, then each operation's text as the body of a function(KEYS, ARGV);
 # - the table kScripts of them all (name, source, sha, function) in SCRIPTS order.
 # With LIBRARY_OUT, also writes the library's text as FUNCTION LOAD gets it
 # (bench/instructions.py reads it from there: one joining of the scripts).
@@ -12,8 +13,17 @@
 # library that differs in anything (scripts, flags, names) is another
 # library, so two builds never replace each other's functions
 # (docs/PROTOCOL.md §4).
+# The prelude is lib.lua, a newline, then upgrade.lua (the upgrade of older
+# versions' names, read_record); neither is an operation, whatever SCRIPTS
+# says. (A lua/ without upgrade.lua, an older version's that
+# bench/instructions.py may be given, has lib.lua alone as its prelude.)
 cmake_policy(SET CMP0057 NEW)  # if(IN_LIST) in script mode
 file(READ "${LUA_DIR}/lib.lua" prelude)
+if(EXISTS "${LUA_DIR}/upgrade.lua")
+  file(READ "${LUA_DIR}/upgrade.lua" upgrade)
+  string(APPEND prelude "\n${upgrade}")
+endif()
+list(REMOVE_ITEM SCRIPTS lib upgrade)
 # Operations that only remove entries or renew deadlines: they run even when
 # the server is over maxmemory, as a whole (acquire is refused as a whole).
 # inspect only reads: it runs over maxmemory and on a read-only server.

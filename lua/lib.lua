@@ -1,10 +1,12 @@
 -- fairlock protocol, shared prelude.
 --
--- The build prepends this file to every operation script (acquire, release,
--- cancel, heartbeat, inspect, evict), so each script loaded by SCRIPT LOAD is
--- `lib.lua .. "\n" .. op.lua`; and it heads the function library, where
--- each op.lua is the body of one function(KEYS, ARGV) (docs/PROTOCOL.md §4).
--- A client in another language must load the same texts.
+-- With upgrade.lua after it (read_record), this file is the prelude the
+-- build prepends to every operation script (acquire, release, cancel,
+-- heartbeat, inspect, evict), so each script loaded by SCRIPT LOAD is
+-- `lib.lua .. "\n" .. upgrade.lua .. "\n" .. op.lua`; and the prelude
+-- heads the function library, where each op.lua is the body of one
+-- function(KEYS, ARGV) (docs/PROTOCOL.md §4). A client in another language
+-- must load the same texts.
 --
 -- Keys of one name N under prefix P (every key shares the hash tag {N}):
 --   KEYS[1] P:{N}:q    ZSET  waiter member -> ticket (arrival order)
@@ -72,7 +74,6 @@ local h_first = nil       -- h's earliest entry {member, deadline} as this call 
                           -- h is empty; nil until read, and again after any change of h)
 local livenesses = nil    -- w's deadline per process as this call knows it (false: none);
                           -- made on first use (a table per call costs an uncontended call 1 %)
-local w_by_member = false -- w is still keyed by member (an older version's, read only: inspect)
 
 -- Starts a call: every operation script runs `begin(KEYS, ARGV)` first. It
 -- takes the keys and arguments and resets every per-call value above, so
@@ -96,7 +97,7 @@ local function begin(keys, args)
   if next(fresh) ~= nil then fresh = {} end
   if next(cards) ~= nil then cards = {} end
   moved_deadline, h_first = nil, nil
-  livenesses, w_by_member, inline_text, inline, queue = nil, false, nil, nil, nil
+  livenesses, inline_text, inline, queue = nil, nil, nil, nil
   return nil
 end
 
@@ -301,7 +302,7 @@ end
 -- The liveness deadline stored for the process of `member` (w), or false:
 -- read once per process per call.
 local function stored_liveness(member)
-  local proc = w_by_member and member or proc_of(member)
+  local proc = proc_of(member)
   livenesses = livenesses or {}
   local d = livenesses[proc]
   if d == nil then
@@ -558,9 +559,7 @@ local function inline_held_by(member)
 end
 
 -- o as stored: {member, fence, permits, since} (numbers but the member; a
--- part that does not parse, tampered, is nil), or false. (An older
--- version's holder read from its record by inspect also has its deadline:
--- upgrade_inline.)
+-- part that does not parse, tampered, is nil), or false.
 local function inline_entry()
   if inline == nil then
     local v = inline_value()
@@ -584,8 +583,7 @@ end
 
 -- The inline holder's grant deadline: now + o's PTTL, unless that is
 -- beyond what a caller could have asked for (a key made to live forever, or
--- longer: tampered); nil then. Read once per call (kept in the entry, as
--- an older version's holder that inspect reads from its record has it).
+-- longer: tampered); nil then. Read once per call (kept in the entry).
 local function inline_deadline(now)
   local e = inline_entry()
   if e and e.deadline ~= nil then return e.deadline or nil end
@@ -613,120 +611,7 @@ end
 -- Grants `member` the name inline: o = "<member> <fence> <permits> <since>"
 -- expiring in `ttl` ms (all four numbers as text).
 local function grant_inline(member, fence, permits, since, ttl)
-  local value = member .. ' ' .. fence .. ' ' .. permits .. ' ' .. since
-  redis.call('SET', O, value, 'PX', ttl)
-  return value
-end
-
--- A record of version 1 or 2 in version 3's layout (R, as read_record
--- read it), written back unless `readonly`. Versions 1 and 2 kept q, w, h
--- and g's holder fields exactly as version 3 does, so their queue carries
--- on; but they kept the permit count and x in g (fields "permits" and
--- "x"): those move into the record. Version 1's record was a STRING holding
--- the last ticket. Older clients then fail on the name (versions 2 to 7:
--- FLVERSION; version 1: WRONGTYPE at its next ticket) instead of running a
--- second queue.
-local function upgrade_record(old, readonly)
-  local g = redis.pcall('HMGET', G, 'permits', 'x')
-  local permits, x = (not g.err) and g[1] or R.p, (not g.err) and g[2] or nil
-  if not readonly then
-    if old == '1' then redis.call('DEL', SEQ) end
-    local fields = {'v', VERSION}
-    for _, f in ipairs({{'s', R.s}, {'p', permits}, {'x', x}}) do
-      if f[2] then
-        fields[#fields + 1] = f[1]
-        fields[#fields + 1] = f[2]
-      end
-    end
-    redis.call('HSET', SEQ, unpack(fields))
-    if g[1] or g[2] then redis.call('HDEL', G, 'permits', 'x') end
-  end
-  R.p, R.x = permits, x
-end
-
--- Versions 1 to 3 kept a w entry per waiter (member -> deadline); versions
--- 4 to 8 keep one per process, at the latest live deadline of its waiters. The move
--- reads all of w once (a queue of n waiters: O(n), once per name); read
--- only (inspect), w is read by member instead.
-local function upgrade_w(readonly, now)
-  if readonly then
-    w_by_member = true
-    return
-  end
-  local e = redis.call('ZRANGE', W, '0', '-1', 'WITHSCORES')
-  local latest, members = {}, {}
-  for i = 1, #e, 2 do
-    local proc, d = proc_of(e[i]), tonumber(e[i + 1])
-    if proc ~= e[i] then members[#members + 1] = e[i] end
-    -- A deadline that is not live counts as now: a corrupt far one (tampered)
-    -- would otherwise stand for its live siblings, and counts as expired.
-    if not live_deadline(d, now) then d = now end
-    if not latest[proc] or d > latest[proc] then latest[proc] = d end
-  end
-  -- The process entries go in first: w is never empty, so it keeps its expiry.
-  for proc, d in pairs(latest) do zadd(W, d, proc) end
-  for i = 1, #members, 1000 do zrem(W, unpack(members, i, min(i + 999, #members))) end
-end
-
--- Versions 2 to 4 kept the inline holder in the record: "o" its member,
--- "d" its grant deadline (ms), "t" when it was granted (ms), its permits in
--- "p" and its fence in "s". It moves into o, the same grant, if it is live
--- (a whole-ms deadline ahead) and the name has no queue structure (beside
--- one it was forged, and those versions dropped it too); the record then
--- keeps no permit count or x, as an inline grant leaves it. A garbage "p"
--- (tampered) counts as 1: the holder keeps its grant, and a semaphore's
--- callers get FLPERMITS until it ends, never a second holder. Read only
--- (inspect), it becomes this call's o entry as it stands.
-local function upgrade_inline(now, readonly)
-  local f = redis.call('HMGET', SEQ, 'o', 'd', 't')
-  if not f[1] then return end
-  local fence, deadline, permits, since = tonumber(R.s), tonumber(f[2]), valid_permits(R.p), tonumber(f[3])
-  if readonly then
-    inline = {member = f[1], fence = fence, permits = permits, since = since, deadline = deadline or now}
-    return
-  end
-  local idle = not has_queue(now)
-  if idle then
-    redis.call('HDEL', SEQ, 'o', 'd', 't', 'p', 'x')
-    R.p, R.x = nil, nil
-  else
-    redis.call('HDEL', SEQ, 'o', 'd', 't')
-  end
-  local live = live_deadline(deadline, now) and deadline == floor(deadline)
-  if not (idle and live and valid_fence(fence)) then return end
-  permits = permits or 1
-  if not (since and since == floor(since) and since >= 0 and since <= now) then since = now end
-  inline_text = grant_inline(f[1], format('%d', fence), format('%d', permits), format('%d', since),
-                             format('%d', deadline - now))
-  inline = nil  -- parsed from inline_text when asked
-end
-
--- Reads the record into R; every script does this first (the read it needs
--- anyway checks the version). Returns an error reply on a version these
--- scripts do not know; an older one is upgraded first.
-local function read_record(now, readonly)
-  local r = redis.pcall('HMGET', SEQ, 'v', 's', 'p', 'x')
-  if r.err and not find(r.err, 'WRONGTYPE', 1, true) then return redis.error_reply(r.err) end
-  if r.err then  -- version 1: a STRING counter
-    local last = redis.call('TYPE', SEQ).ok == 'string' and redis.call('GET', SEQ) or nil
-    r = {'1', valid_fence(tonumber(last)) and last or nil}
-  end
-  local old = r[1]
-  R = {s = r[2], p = r[3], x = r[4]}
-  if not old or old == VERSION then return nil end
-  if old ~= '1' and old ~= '2' and old ~= '3' and old ~= '4' and old ~= '5' and old ~= '6'
-     and old ~= '7' then
-    return fail('VERSION', old .. ': this name is kept by protocol version ' .. old ..
-                ', these scripts speak version ' .. VERSION)
-  end
-  -- Versions 5 to 7 kept this version's layout (5 and 6 without ev, which a
-  -- name lacks until its first eviction; version 8 adds only the member
-  -- mode 's', which no older client sends): only "v" changes.
-  if old == '1' or old == '2' then upgrade_record(old, readonly) end
-  if old == '1' or old == '2' or old == '3' then upgrade_w(readonly, now) end
-  if old == '2' or old == '3' or old == '4' then upgrade_inline(now, readonly) end
-  if old ~= '1' and old ~= '2' and not readonly then redis.call('HSET', SEQ, 'v', VERSION) end
-  return nil
+  redis.call('SET', O, member .. ' ' .. fence .. ' ' .. permits .. ' ' .. since, 'PX', ttl)
 end
 
 -- Contention begins: a live inline holder moves into h and g with its

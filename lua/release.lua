@@ -35,8 +35,7 @@ local now = now_ms()
 err = read_record(now)
 if err then return err end
 -- Without the queue structure the member holds o or nothing (o is
--- another's, or its grant expired with o). (o may also be an older
--- version's holder, moved there just now by read_record.)
+-- another's, or its grant expired with o).
 if not has_queue(now) then return release_inline() and 1 or 0 end
 -- A grant past its deadline is not released, it was lost (holder_deadline
 -- removes it).

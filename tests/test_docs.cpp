@@ -8,8 +8,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "doc_text.h"
@@ -82,6 +86,44 @@ TEST(Docs, TheProtocolVersionIsWhatTheServerWrites) {
   for (const auto& [number, where] : stated) {
     EXPECT_EQ(number, written) << "the document says " << number << " where it matches /" << where
                                << "/; the scripts write v " << written;
+  }
+}
+
+// §4's shell recipe, run as the document gives it (from the source tree's
+// root; its /tmp files in a directory of the test's own), writes the library
+// the build embeds, byte for byte, and prints its name and each script
+// text's SHA1: a client in another language that joins lua/ by §4's rule
+// (lib.lua, upgrade.lua, then the operations) loads the same texts.
+TEST(Docs, TheLibraryRecipeMakesTheEmbeddedBytes) {
+  const std::string protocol = source_file("docs/PROTOCOL.md");
+  const auto fence = protocol.find("\n  ```sh\n", protocol.find("- **The library** is"));
+  ASSERT_NE(fence, std::string::npos);
+  const auto begin = fence + 9, end = protocol.find("\n  ```\n", begin);
+  ASSERT_NE(end, std::string::npos);
+  char dir_template[] = "/tmp/fairlock-recipe-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  std::string recipe;
+  std::istringstream lines(protocol.substr(begin, end + 1 - begin));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  ", 0) == 0) line.erase(0, 2);  // the list item's indentation
+    for (auto at = line.find("/tmp/"); at != std::string::npos; at = line.find("/tmp/", at + dir.size())) {
+      line.replace(at, 4, dir);
+    }
+    recipe += line + "\n";
+  }
+  Child sh("/bin/sh", {"-c", "cd '" + std::string(FAIRLOCK_SOURCE_DIR) + "' && " + recipe}, true);
+  const std::string out = sh.rest();
+  ASSERT_EQ(sh.wait(), 0) << recipe << out;
+  std::ifstream library_file(dir + "/fairlock_lib.lua", std::ios::binary);
+  std::ostringstream library;
+  library << library_file.rdbuf();
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(library.str() == detail::lua::library_source) << "the recipe's library differs from the build's";
+  EXPECT_NE(out.find("library " + std::string(detail::lua::library_name) + "\n"), std::string::npos) << out;
+  for (const auto& script : detail::lua::kScripts) {
+    const std::string line = std::string(script.name) + " " + std::string(script.sha) + "\n";
+    EXPECT_NE(out.find(line), std::string::npos) << line << out;
   }
 }
 
