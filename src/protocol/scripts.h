@@ -10,12 +10,13 @@
 
 namespace fairlock::detail {
 
-// One value per lua/<op>.lua (besides lib.lua, the prelude of them all).
+// One value per lua/<op>.lua (besides lib.lua and upgrade.lua, the prelude of them all).
 enum class Script { acquire, release, cancel, heartbeat, inspect, evict };
 inline constexpr Script kAllScripts[] = {Script::acquire,   Script::release, Script::cancel,
                                          Script::heartbeat, Script::inspect, Script::evict};
 std::string_view script_name(Script s);
-// What SCRIPT LOAD loads: lib.lua, a newline, then <op>.lua.
+// What SCRIPT LOAD loads: the prelude (lib.lua, a newline, upgrade.lua), a
+// newline, then <op>.lua (docs/PROTOCOL.md section 4).
 std::string_view script_source(Script s);
 std::string_view script_sha(Script s);
 // The same script as a function of the library, and the library's text
