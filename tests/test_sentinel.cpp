@@ -266,7 +266,7 @@ TEST(Sentinel, AWaiterKeepsItsPlaceWhileTheSentinelsAreStalled) {
   EXPECT_LT(b_turn, c_turn) << "b queued first, but lost its place while the sentinels were stalled";
 }
 
-// With min-replicas-to-write (README recommends it), a master whose replicas
+// With min-replicas-to-write (docs/TOPOLOGIES.md recommends it), a master whose replicas
 // are not back yet answers every write with -NOREPLICAS: a wait rides it out
 // (review of issue 34: it failed at once, a final ServerError).
 TEST(Sentinel, NoReplicasYetIsRiddenOutByAWait) {

@@ -120,10 +120,8 @@ class Client {
   // inspect); the next waiter is granted and woken.
   Evicted evict(const std::string& name, const std::string& token);
 
-  // Internal: used by FairLock and FairSemaphore.
-  const std::shared_ptr<detail::ClientImpl>& impl() const { return impl_; }
-
  private:
+  friend class FairSemaphore;  // builds its claim on impl_ (FairLock is one)
   std::shared_ptr<detail::ClientImpl> impl_;
 };
 

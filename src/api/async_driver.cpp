@@ -243,7 +243,7 @@ void AsyncDriver::untrack_deadline(SteadyTime deadline) {
 // (command_timeout) for the whole round, however many chunks its calls take.
 // The earliest is rarely past: a wait past its deadline and grace times
 // out without a call, and a cancelled one's leave is tracked from when it
-// is sent (Participant::advance; at shutdown the shutdown's bound is, in
+// is sent (AsyncWait::advance; at shutdown the shutdown's bound is, in
 // ClientImpl::shutdown); and the round gets kRoundFloor at least,
 // so no round fails unsent.
 void AsyncDriver::State::begin_round() {

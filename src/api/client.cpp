@@ -118,7 +118,7 @@ void ClientImpl::check_running() const {
 void ClientImpl::shutdown() noexcept {
   stopping_.store(true);
   // Every round of async calls from now on, the leaves of the waits
-  // cancelled here among them (Participant::leaves_soon), ends within one
+  // cancelled here among them (AsyncWait::leaves_soon), ends within one
   // command_timeout of now, all together: a stalled server holds the
   // shutdown that long, not that long per round.
   async_.track_deadline(std::chrono::steady_clock::now() + opts_.command_timeout);

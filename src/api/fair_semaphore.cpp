@@ -22,7 +22,7 @@ std::optional<std::chrono::steady_clock::time_point> deadline_in(std::chrono::du
 }  // namespace
 
 FairSemaphore::FairSemaphore(Client& client, std::string name, std::uint32_t permits, LockOptions options)
-    : p_(std::make_shared<detail::Participant>(client.impl(), std::move(name), permits, std::move(options))) {}
+    : p_(std::make_shared<detail::Participant>(client.impl_, std::move(name), permits, std::move(options))) {}
 
 FairSemaphore::~FairSemaphore() {
   if (p_) p_->abandon();

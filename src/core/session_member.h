@@ -1,5 +1,5 @@
 #pragma once
-// What the session asks of a registered claim (see Participant): its
+// What the session asks of a registered claim (see api/claim_core.h): its
 // heartbeat item and the answers to it, wake signals and kicks, shutdown.
 #include <chrono>
 #include <cstdint>

@@ -19,7 +19,7 @@ namespace fairlock::faults {
 namespace {
 
 // How many replicas acknowledge each grant: FAIRLOCK_SENTINEL_SYNC (2 unless
-// set; 0 and 1 measure README's failover figures).
+// set; 0 and 1 measure docs/TOPOLOGIES.md's failover figures).
 std::string sync_replicas() { return std::to_string(test::env_or("FAIRLOCK_SENTINEL_SYNC", 2)); }
 
 // Workers that take `names` in turn through the set for `seconds`, each

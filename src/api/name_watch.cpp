@@ -1,6 +1,7 @@
 // NameWatch: a wait's subscription to its name's wake channel, on the Wake
-// of the node that owns the name now (participant.h).
-#include "api/participant.h"
+// of the node that owns the name now.
+#include "api/name_watch.h"
+
 #include "node/wake.h"
 
 namespace fairlock::detail {

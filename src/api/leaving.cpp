@@ -1,6 +1,8 @@
 // Leaving the queue, for both drivers: at the deadline (give_up), after
-// an error or a cancel (leave_within), or in the background once the wait
-// has ended (leave_later); a grant found on the way out is released.
+// an error or a cancel (fail_wait, leave_within), or in the background once
+// the wait has ended (leave_later); a grant found on the way out is released.
+#include "api/leaving.h"
+
 #include <spdlog/spdlog.h>
 
 #include <exception>
@@ -8,7 +10,6 @@
 #include <string>
 
 #include "api/client_impl.h"
-#include "api/participant.h"
 #include "base/retry_policy.h"
 #include "net/call_deadline.h"
 #include "node/router.h"
@@ -23,7 +24,7 @@ using std::chrono::steady_clock;
 // grace from the deadline (Claim::leave_by), not the whole command_timeout:
 // if the server does not answer in time, the wait times out now and the
 // leave is settled in the background.
-void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& member) {
+void Leaving::give_up(std::unique_lock<std::mutex>& lk, const std::string& member) {
   const SteadyTime sent = steady_clock::now();
   const SteadyTime until = claim_.leave_by(sent);
   lk.unlock();
@@ -40,8 +41,27 @@ void Participant::give_up(std::unique_lock<std::mutex>& lk, const std::string& m
   claim_.on_gave_up(left, sent);
 }
 
+// A wait ends with an error: if it still queues, it leaves (best effort,
+// whatever went wrong), with a cancel call unless `call_server` is false
+// (then its entry goes as an abandoned one: see settle_leave). Called locked,
+// returns unlocked.
+void Leaving::fail_wait(std::unique_lock<std::mutex>& lk, const std::string& member, bool call_server) noexcept {
+  // Only this wait's own: once it has ended, another thread may have begun
+  // the object's next wait, which this one must never touch.
+  const bool still_waiting = claim_.waiting() && claim_.member() == member;
+  const SteadyTime until = claim_.leave_by(steady_clock::now());  // by the deadline's grace at the latest
+  if (still_waiting) claim_.abort();
+  lk.unlock();
+  if (!still_waiting) return;
+  if (call_server) {
+    leave_within(member, until);  // an error: the server may be in trouble
+  } else {
+    client_->session().delist(member);
+  }
+}
+
 // Leaves the queue, until `until` at most: then it is settled in the background.
-void Participant::leave_within(const std::string& member, SteadyTime until) noexcept {
+void Leaving::leave_within(const std::string& member, SteadyTime until) noexcept {
   client_->session().delist(member);
   const CallDeadline bound(until);  // the release of a grant it finds too
   settle_leave(
@@ -52,12 +72,12 @@ void Participant::leave_within(const std::string& member, SteadyTime until) noex
 // the cancel (and the release of a grant it finds) ride with the async
 // thread's next round of calls. If they fail too, the entry goes as an
 // abandoned one (see settle_leave).
-void Participant::leave_later(const std::string& member) noexcept {
+void Leaving::leave_later(const std::string& member) noexcept {
   client_->session().delist(member);
   try {
     client_->async().post_call(
         node().server, cancel_call(keys_, member, permits_),
-        [self = shared_from_this(), member](const redisReply* reply, const std::exception_ptr& error) {
+        [self = shared_as(this), member](const redisReply* reply, const std::exception_ptr& error) {
           self->left_later(member, reply, error);
         });
   } catch (const std::exception& e) {
@@ -65,15 +85,14 @@ void Participant::leave_later(const std::string& member) noexcept {
   }
 }
 
-void Participant::left_later(const std::string& member, const redisReply* reply,
-                             const std::exception_ptr& error) noexcept {
+void Leaving::left_later(const std::string& member, const redisReply* reply, const std::exception_ptr& error) noexcept {
   try {
     if (error) std::rethrow_exception(error);
     const CancelResult r = parse_cancelled(*reply);
     note_released(member, true);
     if (r.status != CancelResult::Status::granted) return;
     client_->async().post_call(node().server, release_call(keys_, member, permits_, true),
-                               [self = shared_from_this()](const redisReply* r, const std::exception_ptr& e) {
+                               [self = shared_as(this)](const redisReply* r, const std::exception_ptr& e) {
                                  if (e || is_error(*r)) self->log_abandoned("the release of a grant it found failed");
                                });
   } catch (const std::exception& e) {
@@ -81,7 +100,7 @@ void Participant::left_later(const std::string& member, const redisReply* reply,
   }
 }
 
-void Participant::log_abandoned(const std::string& why) noexcept {
+void Leaving::log_abandoned(const std::string& why) noexcept {
   client_->log().warn(
       "fairlock: could not leave the queue of {} ({}): the entry goes at this process's next heartbeat of the name "
       "(if it queued), or a liveness_ttl after this process last waits there; a grant it gets first lasts its "
@@ -97,8 +116,8 @@ void Participant::log_abandoned(const std::string& why) noexcept {
 // name removes it first (its floor, the latest ticket learned, covers it:
 // lua/heartbeat.lua). If it reaches the head first, its grant runs out by
 // its lease, capped by that liveness: nobody renews it.
-void Participant::settle_leave(const std::string& member, const std::function<CancelResult()>& left,
-                               const std::function<void()>& on_failure) noexcept {
+void Leaving::settle_leave(const std::string& member, const std::function<CancelResult()>& left,
+                           const std::function<void()>& on_failure) noexcept {
   try {
     // Granted while it was giving up: by a handoff, as a rule (a wrong hint
     // costs up to three commands, no other answer: lua/release.lua).
