@@ -79,8 +79,8 @@ if [ "${PKG_BUILD_ONLY:-0}" = 1 ]; then
 else
   start_redis
   trap 'stop_redis; rm -rf "$WORK"' EXIT
+  export FAIRLOCK_URL="redis://127.0.0.1:$REDIS_PORT"
 fi
-export FAIRLOCK_URL="redis://127.0.0.1:$REDIS_PORT"
 
 step() { printf '\n=== %s\n' "$*"; }
 fail() {
@@ -101,7 +101,7 @@ seconds() { echo $(($(date +%s) - $1)); }
 check_prefix() {
   local prefix="$1" f
   for f in include/fairlock/fairlock.h include/fairlock/version.h include/fairlock/client.h \
-    lib/libfairlock.a bin/fairlock share/fairlock/lua/lib.lua share/fairlock/lua/acquire.lua \
+    lib/libfairlock.a bin/fairlock share/fairlock/lua/lib.lua share/fairlock/lua/upgrade.lua share/fairlock/lua/acquire.lua \
     lib/cmake/fairlock/fairlockConfig.cmake lib/cmake/fairlock/fairlockConfigVersion.cmake \
     lib/cmake/fairlock/fairlockTargets.cmake lib/cmake/fairlock/Findhiredis.cmake lib/pkgconfig/fairlock.pc; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"
@@ -158,7 +158,11 @@ for i in "${!COMPILERS[@]}"; do
   std="${STANDARDS[$((i % ${#STANDARDS[@]}))]}"
   name="$(basename "$cxx")-c++$std"
   bdir="$PKG_BUILD_ROOT/$name"
-  [ "$i" -eq 0 ] && [ -n "${PKG_REUSE_BUILD:-}" ] && bdir="$PKG_REUSE_BUILD"
+  if [ "$i" -eq 0 ] && [ -n "${PKG_REUSE_BUILD:-}" ]; then
+    bdir="$PKG_REUSE_BUILD"
+    # built already, and maybe in use (scripts/test.sh runs its examples meanwhile)
+    [ "${PKG_BUILD_ONLY:-0}" = 1 ] && continue
+  fi
   logs="$WORK/$name"
   mkdir -p "$logs"
   [ -n "$first_bdir" ] || first_bdir="$bdir"

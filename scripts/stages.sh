@@ -104,8 +104,9 @@ beside_done() {
 # leaves no build running behind the script).
 beside_stop() {
   [ -n "$BESIDE_PID" ] || return 0
-  kill -TERM -- "-$BESIDE_SESSION" 2>/dev/null
+  kill -TERM -- "-$BESIDE_SESSION" 2>/dev/null || true  # (it may have ended already)
   wait "$BESIDE_PID" 2>/dev/null || true
-  echo "=== $BESIDE_NAME (beside): stopped, its output is in $BESIDE_DIR/log"
+  echo "=== $BESIDE_NAME (beside): stopped; the end of its output (all of it: $BESIDE_DIR/log)"
+  tail -40 "$BESIDE_DIR/log"
   BESIDE_PID=""
 }

@@ -52,7 +52,8 @@ beside_done
 beside "tsan build" bash "$ROOT/scripts/sanitize.sh" build-tsan
 stage "asan+ubsan tests" bash "$ROOT/scripts/sanitize.sh" test-asan
 beside_done
-beside "clang build, style" bash -c 'PKG_BUILD_ONLY=1 bash "$0/check_packaging.sh" && bash "$0/check_style.sh"' "$ROOT/scripts"
+beside "clang build, style" bash -c 'PKG_BUILD_ONLY=1 bash "$0/check_packaging.sh"; built=$?
+  bash "$0/check_style.sh" && exit $built' "$ROOT/scripts"
 stage "tsan tests" bash "$ROOT/scripts/sanitize.sh" test-tsan
 stage "valgrind" bash "$ROOT/scripts/sanitize.sh" valgrind
 beside_done

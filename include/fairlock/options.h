@@ -80,7 +80,7 @@ struct Options {
   // "redis-sentinel://[user:password@]host1:26379[,host2:26379...][/db]#mastername"
   // ("rediss-sentinel://" for TLS to the sentinels and the data nodes): the
   // sentinels are asked which server is the master, before every new
-  // connection (README "High availability"); a Redis Cluster:
+  // connection (docs/TOPOLOGIES.md); a Redis Cluster:
   // "redis-cluster://[user:password@]host1:6379[,host2:6379...][/0]"
   // ("rediss-cluster://" for TLS to every node; database 0 only), the nodes
   // named a way in to the cluster, not a list of its nodes.
@@ -91,7 +91,7 @@ struct Options {
   // grant) only once WAIT confirmed that this many replicas have it, and a
   // renewal extends what the holder believes only once acknowledged. 0: off.
   // A grant not acknowledged before the call's deadline is released and the
-  // call fails with NotReplicatedError (README "High availability").
+  // call fails with NotReplicatedError (docs/TOPOLOGIES.md).
   int sync_replicas = 0;
   // How long one WAIT may take; waiting for acknowledgement goes on, WAIT
   // after WAIT, until the call's deadline (a WAIT is sent 100 ms shorter
