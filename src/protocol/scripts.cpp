@@ -53,10 +53,10 @@ std::vector<std::string_view> script_command(const ScriptCall& call, ScriptWay w
   std::vector<std::string_view> command;
   command.reserve(3 + kKeyCount + call.args.size());
   if (way == ScriptWay::functions) {
-    command.push_back("FCALL");
+    command.emplace_back("FCALL");
     command.push_back(script_function(call.script));
   } else {
-    command.push_back("EVALSHA");
+    command.emplace_back("EVALSHA");
     command.push_back(script_sha(call.script));
   }
   command.push_back(key_count);
